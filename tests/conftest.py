@@ -1,0 +1,35 @@
+"""Shared pytest set-up: one torch thread (2-core machines), non-interactive matplotlib, data paths."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+try:  # torch is a dependency, but keep pure-theory tests usable without it
+    import torch
+
+    torch.set_num_threads(1)
+except ImportError:  # pragma: no cover
+    pass
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """``../shared`` beside the checkout (always present in CI)."""
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def school_path() -> Path:
+    """The real School dataset; tests that need it are skipped with a reason if it is absent."""
+    path = SHARED / "data" / "school" / "school.mat"
+    if not path.exists():
+        pytest.skip(f"real School data not found at {path}")
+    return path

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Create .venv (if needed) and install fedbook with its book and test extras, then vendor the
+# offline JavaScript for the book.  Idempotent: a stamp file keyed on pyproject.toml skips pip
+# when nothing changed.  Used by `make venv` (and so by `make test` and `make book`).
+#
+# torch: on a machine without a GPU we install the CPU build, torch==2.13.0 (a local wheel here),
+# in the *same* pip command as opacus; an unpinned torch next to opacus pulls the newest torch with
+# GBs of CUDA packages.  If the venv already has a torch (e.g. a CUDA build that a GPU user
+# installed), or the base Python has a CUDA torch, it is kept: we never name torch to pip then.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+VENV=.venv
+
+if [ ! -x "$VENV/bin/python" ]; then
+    if "$PY" -c 'import torch, sys; sys.exit(0 if torch.version.cuda else 1)' 2>/dev/null; then
+        echo "setup: base Python has a CUDA torch; creating $VENV with --system-site-packages to keep it"
+        "$PY" -m venv --system-site-packages "$VENV"
+    else
+        "$PY" -m venv "$VENV"
+    fi
+fi
+
+STAMP="$VENV/.fedbook-installed-$(cat pyproject.toml | sha256sum | cut -c1-16)"
+if [ ! -f "$STAMP" ]; then
+    TORCH_SPEC="torch==2.13.0"
+    if "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
+        TORCH_SPEC=""
+        echo "setup: keeping the installed torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)')"
+    fi
+    "$VENV/bin/python" -m pip install --disable-pip-version-check -q $TORCH_SPEC -e ".[book,test]"
+    rm -f "$VENV"/.fedbook-installed-*
+    touch "$STAMP"
+fi
+
+bash tools/vendor_js.sh
