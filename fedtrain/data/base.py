@@ -1,0 +1,66 @@
+"""The container every dataset loader returns and the training engine consumes."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+__all__ = ["FederatedData"]
+
+
+@dataclass
+class FederatedData:
+    """A cross-silo dataset: one train/test split per silo.
+
+    ``train_x[k]`` is an ``(n_k, d)`` float array, ``train_y[k]`` an ``(n_k,)`` array: real targets
+    for ``task="regression"``, labels in {-1, +1} for ``task="binary"`` (linear SVM), integer labels
+    0..C-1 for ``task="multiclass"``.  ``real`` says whether the data are the real dataset or a
+    synthetic stand-in (figures must say which).  ``info`` holds provenance (file, checksum,
+    split seed, generator parameters such as the heterogeneity τ).
+    """
+
+    name: str
+    task: Literal["regression", "binary", "multiclass"]
+    train_x: list[np.ndarray]
+    train_y: list[np.ndarray]
+    test_x: list[np.ndarray]
+    test_y: list[np.ndarray]
+    real: bool
+    num_classes: int | None = None
+    info: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        k = len(self.train_x)
+        if not (len(self.train_y) == len(self.test_x) == len(self.test_y) == k):
+            raise ValueError("train_x, train_y, test_x and test_y must hold one array per silo")
+        if k < 1:
+            raise ValueError("a federated dataset needs at least one silo")
+        dims = {x.shape[1] for x in self.train_x} | {x.shape[1] for x in self.test_x}
+        if len(dims) != 1:
+            raise ValueError(f"all silos must share one feature dimension (got {sorted(dims)})")
+        for name, xs, ys in (("train", self.train_x, self.train_y), ("test", self.test_x, self.test_y)):
+            for i, (x, y) in enumerate(zip(xs, ys)):
+                if x.shape[0] != y.shape[0]:
+                    raise ValueError(f"silo {i}: {name}_x has {x.shape[0]} rows but {name}_y has {y.shape[0]}")
+
+    @property
+    def num_silos(self) -> int:
+        return len(self.train_x)
+
+    @property
+    def dim(self) -> int:
+        return int(self.train_x[0].shape[1])
+
+    @property
+    def train_sizes(self) -> np.ndarray:
+        return np.array([x.shape[0] for x in self.train_x], dtype=np.int64)
+
+    @property
+    def test_sizes(self) -> np.ndarray:
+        return np.array([x.shape[0] for x in self.test_x], dtype=np.int64)
+
+    @property
+    def metric(self) -> str:
+        """The paper's test metric: mean squared error for regression, accuracy otherwise."""
+        return "mse" if self.task == "regression" else "accuracy"
