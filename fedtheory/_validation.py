@@ -43,7 +43,7 @@ def check_nonnegative(name: str, value: Any) -> np.ndarray:
     """``value >= 0`` elementwise (variances, noise scales)."""
     arr = as_float_array(name, value)
     if (arr < 0).any():
-        bad = arr[arr < 0].ravel()[0]
+        bad = float(arr[arr < 0].ravel()[0])
         raise ValueError(f"{name} must be >= 0 (got {bad!r})")
     return arr
 
@@ -52,7 +52,7 @@ def check_positive(name: str, value: Any) -> np.ndarray:
     """``value > 0`` elementwise (privacy budgets, sensitivities, learning rates)."""
     arr = as_float_array(name, value)
     if (arr <= 0).any():
-        bad = arr[arr <= 0].ravel()[0]
+        bad = float(arr[arr <= 0].ravel()[0])
         raise ValueError(f"{name} must be > 0 (got {bad!r})")
     return arr
 
@@ -62,7 +62,7 @@ def check_open_interval(name: str, value: Any, low: float, high: float) -> np.nd
     arr = as_float_array(name, value)
     bad_mask = (arr <= low) | (arr >= high)
     if bad_mask.any():
-        bad = arr[bad_mask].ravel()[0]
+        bad = float(arr[bad_mask].ravel()[0])
         raise ValueError(f"{name} must lie in the open interval ({low}, {high}) (got {bad!r})")
     return arr
 

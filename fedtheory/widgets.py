@@ -30,6 +30,5 @@ def figure_widget(plot: Callable[..., Any], /, **controls: Any):
         display(fig)
         plt.close(fig)
 
-    box = widgets.interactive(_draw, **controls)
-    box.update()  # draw once so the saved widget state holds a figure
-    return box
+    # ``interactive`` draws once on construction, so the saved widget state holds a figure.
+    return widgets.interactive(_draw, **controls)
