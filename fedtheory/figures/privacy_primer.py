@@ -1,0 +1,67 @@
+"""Figures and tables of the privacy-primer chapter (ε of DP-SGD under the three accountants).
+
+All numbers come from :mod:`fedtheory.privacy.dpsgd`; PLD and PRV evaluations cost 0.1–1 s each, so
+the curves use few points and rely on that module's cache (moving a slider back is free).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fedtheory.privacy.dpsgd import ACCOUNTANTS, epsilon
+from fedtheory.privacy.rdp import DEFAULT_ORDERS, rdp_to_epsilon, subsampled_gaussian_rdp
+
+__all__ = ["plot_epsilon_vs_noise_and_steps", "accountant_table", "markdown_table"]
+
+_STYLE = {"rdp": ("tab:blue", "o", "RDP (Opacus formula, Lemma A.2)"),
+          "pld": ("tab:orange", "s", "PLD (dp_accounting)"),
+          "prv": ("tab:green", "^", "PRV (Opacus, upper bound)")}
+
+
+def plot_epsilon_vs_noise_and_steps(sample_rate: float = 0.01, steps: int = 1000, noise_multiplier: float = 1.0,
+                                    delta: float = 1e-5, accountants=ACCOUNTANTS, n_points: int = 7):
+    """Two panels: ε against the noise multiplier at ``steps``, and ε against steps at ``noise_multiplier``.
+
+    Poisson sampling at ``sample_rate``, add/remove-one adjacency, all accountants' guaranteed upper bounds.
+    """
+    import matplotlib.pyplot as plt
+
+    sigmas = np.geomspace(0.5, 4.0, n_points)
+    step_grid = np.unique(np.geomspace(1, max(steps, 10), n_points).round().astype(int))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
+    for acc in accountants:
+        color, marker, label = _STYLE[acc]
+        ax1.plot(sigmas, [epsilon(s, delta, sample_rate, steps, acc) for s in sigmas], marker=marker,
+                 color=color, label=label)
+        ax2.plot(step_grid, [epsilon(noise_multiplier, delta, sample_rate, int(t), acc) for t in step_grid],
+                 marker=marker, color=color, label=label)
+    ax1.set(xscale="log", yscale="log", xlabel="noise multiplier σ (noise std / clipping norm)",
+            ylabel=f"ε at δ = {delta:g}", title=f"T = {steps} steps, q = {sample_rate:g}")
+    ax2.set(xscale="log", yscale="log", xlabel="DP-SGD steps T", ylabel=f"ε at δ = {delta:g}",
+            title=f"σ = {noise_multiplier:g}, q = {sample_rate:g}")
+    for ax in (ax1, ax2):
+        ax.grid(True, which="both", alpha=0.3)
+    ax1.legend(fontsize=8)
+    fig.suptitle("DP-SGD privacy loss, Poisson sampling, add/remove-one adjacency")
+    return fig
+
+
+def accountant_table(noise_multiplier: float, sample_rate: float, delta: float, steps_list=(1, 10, 100, 1000),
+                     accountants=ACCOUNTANTS, classic: bool = True) -> dict[str, list[float]]:
+    """ε per accountant (and, optionally, RDP with the classic conversion) for each T in ``steps_list``."""
+    table = {acc: [epsilon(noise_multiplier, delta, sample_rate, int(t), acc) for t in steps_list]
+             for acc in accountants}
+    if classic:
+        table["rdp (classic conversion)"] = [
+            rdp_to_epsilon(DEFAULT_ORDERS, subsampled_gaussian_rdp(DEFAULT_ORDERS, noise_multiplier, sample_rate,
+                                                                   int(t), backend="numpy"), delta, "classic")[0]
+            for t in steps_list]
+    return table
+
+
+def markdown_table(headers, rows, fmt: str = "{:.4g}") -> str:
+    """A GitHub-markdown table; floats formatted with ``fmt``."""
+    def cell(x):
+        return fmt.format(x) if isinstance(x, (float, np.floating)) else str(x)
+    lines = ["| " + " | ".join(map(str, headers)) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell(x) for x in row) + " |" for row in rows]
+    return "\n".join(lines)

@@ -1,0 +1,180 @@
+"""Figures for the chapter "The privacy cost of tuning λ" (MR-MTL paper Sec. 7, App. F, Fig. 7).
+
+Mean estimation (Sec. 6): K silos of n points, data noise σ, heterogeneity τ, each silo releases its
+clipped sum once with the Gaussian mechanism, noise std ``σ_DP = c·z`` (clip c, noise multiplier z).
+*Untuned*: z meets (ε, δ) for one release.  *Tuned*: z meets (ε, δ) for the whole random-repetition
+tuning procedure (h ~ TNB(η, γ) or Poisson with E[h] runs), recalibrated by
+:func:`fedtheory.privacy.tuning.tuned_noise_multiplier`.  The error of MR-MTL(λ) is Lemma 6.7
+(:func:`fedtheory.mean_estimation.mse`); the simulation is :func:`fedtheory.mean_estimation.simulate`
+(no clipping, Assumption E.2; the paper's simulator clips at c = 1, a ~1 % bias).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from fedtheory.mean_estimation import local_variance, mse, optimal_lambda, simulate
+from fedtheory.privacy.tuning import tuned_noise_multiplier
+
+__all__ = ["PAPER", "Setting", "curves", "summary", "plot_panel", "plot_fig7", "plot_widget", "plot_run_distributions"]
+
+#: Fig. 7 settings (MR-MTL paper App. F and its released code).
+PAPER = dict(K=20, n=200, sigma=0.4, eps=0.25, delta=1e-5, clip=1.0, mean_runs=10.0,
+             etas=(-0.5, 0.0, 0.5, 1.0, 2.0, 5.0), taus=(0.03, 0.08, 0.2))
+
+LAMBDAS = np.logspace(-3, 2, 100)
+
+
+@dataclass
+class Setting:
+    """One curve: a label, the noise multiplier z (None = non-private) and the error curve over λ."""
+
+    label: str
+    z: Optional[float]
+    lambdas: np.ndarray
+    error: np.ndarray
+    local: float
+    fedavg: float
+    sim: Optional[object] = field(default=None, repr=False)
+
+    @property
+    def best(self) -> float:
+        """Lowest error over the λ grid (what perfect tuning would find)."""
+        return float(self.error.min())
+
+
+def _settings_for(etas, poisson, eps, delta, mean_runs):
+    out = [("Private (untuned)", "none", None)]
+    out += [(f"Tuned, TNB eta={e:g}", "tnb", float(e)) for e in etas]
+    if poisson:
+        out.append((f"Tuned, Poisson mu={mean_runs:g}", "poisson", None))
+    return out
+
+
+def curves(tau: float, *, eps: float = 0.25, delta: float = 1e-5, mean_runs: float = 10.0,
+           etas: Sequence[float] = PAPER["etas"], poisson: bool = True, K: int = 20, n: int = 200,
+           sigma: float = 0.4, clip: float = 1.0, lambdas=LAMBDAS, trials: int = 0, seed: int = 0) -> list[Setting]:
+    """Error curves (closed form, and a simulation if ``trials`` > 0) for non-private, untuned and tuned.
+
+    First entry is non-private (σ_DP = 0), second the untuned private run, then one per η and Poisson.
+    """
+    lambdas = np.asarray(lambdas, dtype=float)
+    tau2 = float(tau) ** 2
+    out = []
+    specs = [("Non-private", None, None)] + _settings_for(etas, poisson, eps, delta, mean_runs)
+    for k, (label, dist, eta) in enumerate(specs):
+        if dist is None:
+            z, sdp = None, 0.0
+        else:
+            z = tuned_noise_multiplier(eps, delta, dist, mean_runs, eta)
+            sdp = clip * z
+        s2 = local_variance(sigma**2, n, sdp**2)
+        err = mse(lambdas, s2, tau2, K)
+        sim = None
+        if trials:
+            sim = simulate(K, n, sigma, tau, sdp, np.concatenate([[0.0], lambdas, [np.inf]]), trials=trials,
+                           seed=seed + k)
+        out.append(Setting(label, z, lambdas, np.asarray(err), float(mse(0.0, s2, tau2, K)),
+                           float(mse(np.inf, s2, tau2, K)), sim))
+    return out
+
+
+def summary(settings: list[Setting]) -> dict:
+    """Reading of a panel: private untuned local / FedAvg / MR-MTL(λ*) errors and, per tuned curve,
+    its best error and whether it still beats the better untuned endpoint."""
+    untuned = settings[1]
+    best_endpoint = min(untuned.local, untuned.fedavg)
+    tuned = {s.label: s.best for s in settings[2:]}
+    return {
+        "local": untuned.local,
+        "fedavg": untuned.fedavg,
+        "mrmtl_untuned_best": untuned.best,
+        "nonprivate_best": settings[0].best,
+        "tuned_best": tuned,
+        "tuned_beats_endpoints": {k: v < best_endpoint for k, v in tuned.items()},
+    }
+
+
+def plot_panel(ax, settings: list[Setting], tau: float, *, show_sim: bool = True, legend: bool = True) -> None:
+    """Draw one Fig. 7 panel into ``ax``."""
+    cmap = plt.get_cmap("viridis")
+    tuned = settings[2:]
+    for k, s in enumerate(settings):
+        if k == 0:
+            style = dict(color="black", lw=2)
+        elif k == 1:
+            style = dict(color="tab:red", lw=2.5)
+        else:
+            style = dict(color=cmap(0.9 * (k - 2) / max(len(tuned) - 1, 1)), lw=1.3,
+                         ls="--" if "Poisson" in s.label else "-")
+        ax.plot(s.lambdas, s.error, label=s.label, **style)
+        if show_sim and s.sim is not None:
+            lam = s.sim.lambdas[1:-1]
+            idx = np.unique(np.linspace(0, lam.size - 1, 9).round().astype(int))
+            ax.errorbar(lam[idx], s.sim.mse[1:-1][idx], yerr=2 * s.sim.se[1:-1][idx], fmt="o", ms=3,
+                        color=style["color"], capsize=2, alpha=0.8)
+    u = settings[1]
+    ax.axhline(u.local, color="tab:red", ls=":", lw=1)
+    ax.axhline(u.fedavg, color="tab:red", ls="-.", lw=1)
+    ax.annotate("private local (λ=0)", (settings[0].lambdas[0], u.local), fontsize=7, va="bottom", color="tab:red")
+    ax.annotate("private FedAvg (λ=∞)", (settings[0].lambdas[0], u.fedavg), fontsize=7, va="top", color="tab:red")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("MR-MTL regularization λ")
+    ax.set_ylabel("mean squared error of ŵ_k(λ)")
+    ax.set_title(f"τ = {tau:g}")
+    ax.grid(True, which="major", alpha=0.3)
+    if legend:
+        ax.legend(fontsize=7, loc="best")
+
+
+def plot_fig7(taus: Sequence[float] = PAPER["taus"], *, trials: int = 500, seed: int = 0, **kw) -> plt.Figure:
+    """Static Fig. 7: one panel per τ, closed form (lines) and simulation (markers ± 2 SE)."""
+    fig, axes = plt.subplots(1, len(taus), figsize=(5.2 * len(taus), 4.4), squeeze=False)
+    for ax, tau in zip(axes[0], taus):
+        plot_panel(ax, curves(tau, trials=trials, seed=seed, **kw), tau, legend=(ax is axes[0][0]))
+    eps = kw.get("eps", PAPER["eps"])
+    m = kw.get("mean_runs", PAPER["mean_runs"])
+    fig.suptitle(f"Cost of private tuning of λ: K=20, n=200, σ=0.4, (ε, δ)=({eps:g}, 1e-5), c=1, E[h]={m:g}; "
+                 f"lines: Lemma 6.7, markers: {trials}-trial simulation ± 2 SE", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_widget(tau: float = 0.08, eps: float = 0.25, mean_runs: float = 10.0, eta: float = 0.0) -> plt.Figure:
+    """One panel for the sliders: non-private, untuned, TNB(η) and Poisson at the same E[h] (closed form)."""
+    settings = curves(tau, eps=eps, mean_runs=mean_runs, etas=(eta,))
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    plot_panel(ax, settings, tau, show_sim=False)
+    lam_star = optimal_lambda(local_variance(0.16, 200, (settings[1].z or 0.0) ** 2), tau**2)
+    ax.axvline(lam_star, color="tab:red", lw=0.8, alpha=0.5)
+    ax.set_title(f"τ={tau:g}, ε={eps:g}, E[h]={mean_runs:g}, η={eta:g}: "
+                 f"z untuned {settings[1].z:.1f}, TNB {settings[2].z:.1f}, Poisson {settings[3].z:.1f}", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_run_distributions(mean_runs: float = 10.0, etas: Sequence[float] = PAPER["etas"], hmax: int = 40) -> plt.Figure:
+    """PMFs of the number of runs h: TNB(η, γ) for each η (γ solved for E[h]) and Poisson(E[h])."""
+    from fedtheory.privacy.tuning import poisson_pmf, tnb_gamma, tnb_pmf
+
+    h = np.arange(0, hmax + 1)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    cmap = plt.get_cmap("viridis")
+    for k, eta in enumerate(etas):
+        g = tnb_gamma(mean_runs, eta)
+        ax.plot(h, tnb_pmf(h, eta, g), "o-", ms=3, color=cmap(0.9 * k / max(len(etas) - 1, 1)),
+                label=f"TNB η={eta:g} (γ={g:.3g})")
+    ax.plot(h, poisson_pmf(h, mean_runs), "s--", ms=3, color="tab:orange", label=f"Poisson μ={mean_runs:g}")
+    ax.set_yscale("log")
+    ax.set_ylim(1e-5, 1)
+    ax.set_xlabel("number of runs h")
+    ax.set_ylabel("probability P(h)")
+    ax.set_title(f"Laws of the number of tuning runs, all with E[h] = {mean_runs:g}")
+    ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    return fig

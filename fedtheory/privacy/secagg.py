@@ -1,0 +1,254 @@
+"""Per-client noise for DP federated learning with secure aggregation and S local steps.
+
+Heikkilä, "On Using Secure Aggregation in Differentially Private Federated Learning with Multiple Local
+Steps" (TMLR 2025, arXiv 2407.19286), Theorems 4.6 and 4.7 and Appendix A.3.
+
+**Setting.**  M clients (silos) with disjoint data; in each of R rounds every client runs S local DP-SGD
+steps: Poisson-sample a batch at rate q, clip per-sample gradients to norm C, sum, add Gaussian noise
+``N(0, (σ_j C)² I)`` (σ_j: the client's per-step noise multiplier), step.  The client's update (the sum
+of its S noisy steps) leaves only through secure aggregation, idealised as a trusted aggregator 𝒯 that
+reveals only the sum over clients.
+
+**Adjacency and unit.**  Sample-level DP under **add/remove one sample** (the paper's experiments; the
+subsampled-Gaussian RDP/PLD curves are for this relation).  The guarantee is for the union dataset
+``D = ∪_j D_j`` against anyone who sees only 𝒯's outputs (the server, outsiders).
+
+**Trust models → calibrations** (:data:`CALIBRATIONS`):
+
+* ``"ddp"`` — Thm 4.6 + 4.7, honest-but-curious server, **fully honest clients**: each local step of
+  the M clients is dominated by one central subsampled Gaussian with noise multiplier
+  ``σ_total = sqrt(Σ_j σ_j²)`` ("sum-dominating"), and the released sum of S steps is post-processing of
+  releasing every step (Lemma 4.5), so the whole run is accounted as **R·S** compositions of the central
+  mechanism.  Infinite divisibility splits σ_total into ``σ_j = σ_total/√M``.
+* ``"ddp_hbc"`` — honest-but-curious, non-colluding **clients**: a client can subtract its own noise from
+  the aggregate, so the other M-1 clients' noise must reach σ_total: ``σ_j = σ_total/√(M-1)``.
+* ``"ldp"`` — no trust in aggregation (local DP): every client's own noise must meet the target,
+  ``σ_j = σ_total`` (same q, R·S steps).  Also the level needed when a silo's *personalised* model is
+  released (MR-MTL), which never passes through 𝒯.
+* ``"naive"`` — the per-round update is treated as one Gaussian release: sensitivity ``S·C`` (triangle
+  inequality over the S steps), noise ``sqrt(M S) σ_j C``, R-fold composition without subsampling
+  amplification.  Its per-client σ_j grows like √S.
+
+Accountants: ``"rdp"`` (Opacus/fedtheory RDP + Lemma A.2 conversion), ``"pld"`` (Google
+``dp_accounting``), ``"prv"`` (Opacus PRV), via :mod:`fedtheory.privacy.dpsgd`.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from fedtheory._validation import (as_float_array, check_choice, check_integer_at_least, check_nonnegative,
+                                   check_positive)
+
+__all__ = [
+    "CALIBRATIONS",
+    "ACCOUNTANTS",
+    "noise_share",
+    "total_noise_multiplier",
+    "per_client_noise",
+    "per_client_noise_table",
+    "epsilon_of_per_client_noise",
+    "heterogeneous_effective_multiplier",
+    "heterogeneous_client_noise",
+    "simulate_aggregate_noise",
+    "simulate_summed_release",
+    "paper_code_epsilon",
+]
+
+CALIBRATIONS = ("ddp", "ddp_hbc", "ldp", "naive")
+ACCOUNTANTS = ("rdp", "pld", "prv")
+
+
+def _check_sample_rate(sample_rate) -> float:
+    q = float(as_float_array("sample_rate", sample_rate))
+    if not 0.0 < q <= 1.0:
+        raise ValueError(f"sample_rate must lie in (0, 1] (got {q!r})")
+    return q
+
+
+def _check_common(M, S, R, sample_rate, calibration, accountant):
+    M = int(check_integer_at_least("M", M, 1))
+    S = int(check_integer_at_least("S", S, 1))
+    R = int(check_integer_at_least("R", R, 1))
+    q = _check_sample_rate(sample_rate)
+    check_choice("calibration", calibration, CALIBRATIONS)
+    check_choice("accountant", accountant, ACCOUNTANTS)
+    if calibration == "ddp_hbc" and M < 2:
+        raise ValueError(f"calibration='ddp_hbc' needs M >= 2 clients (got M={M})")
+    return M, S, R, q
+
+
+def noise_share(M: int, S: int, calibration: str) -> float:
+    """Factor f with ``σ_j = f · z`` where z is the multiplier the accountant solves for.
+
+    ``ddp``: 1/√M (Thm 4.7); ``ddp_hbc``: 1/√(M-1); ``ldp``: 1; ``naive``: √S/√M (a round releases
+    S·C-sensitive sums with noise variance M S σ_j² C², i.e. multiplier ``σ_j √M/√S``).
+    """
+    M = int(check_integer_at_least("M", M, 1))
+    S = int(check_integer_at_least("S", S, 1))
+    check_choice("calibration", calibration, CALIBRATIONS)
+    if calibration == "ddp":
+        return 1.0 / math.sqrt(M)
+    if calibration == "ddp_hbc":
+        if M < 2:
+            raise ValueError(f"calibration='ddp_hbc' needs M >= 2 clients (got M={M})")
+        return 1.0 / math.sqrt(M - 1)
+    if calibration == "ldp":
+        return 1.0
+    return math.sqrt(S) / math.sqrt(M)
+
+
+def _accounted_mechanism(S: int, R: int, q: float, calibration: str) -> tuple[float, int]:
+    """(sample rate, number of compositions) of the mechanism the accountant sees."""
+    if calibration == "naive":
+        return 1.0, R            # one unamplified Gaussian release per round
+    return q, R * S              # R·S subsampled-Gaussian steps (Thm 4.6)
+
+
+def total_noise_multiplier(S: int, R: int, sample_rate: float, target_eps: float, delta: float,
+                           calibration: str = "ddp", accountant: str = "rdp") -> float:
+    """The multiplier z of the accounted mechanism that meets (target_eps, δ) (before splitting).
+
+    For ``ddp``/``ddp_hbc``/``ldp`` this is σ_total of R·S Poisson-subsampled Gaussian steps; for
+    ``naive`` it is the multiplier of the per-round Gaussian (sensitivity S·C) composed R times.
+    """
+    from fedtheory.privacy.dpsgd import noise_multiplier
+
+    _, S, R, q = _check_common(2, S, R, sample_rate, calibration, accountant)
+    qq, steps = _accounted_mechanism(S, R, q, calibration)
+    return float(noise_multiplier(target_eps, delta, qq, steps, accountant=accountant))
+
+
+def per_client_noise(M: int, S: int, R: int, sample_rate: float, target_eps: float, delta: float,
+                     calibration: str = "ddp", accountant: str = "rdp") -> float:
+    """Per-client, per-local-step noise multiplier σ_j (noise std σ_j·C) for a target (ε, δ).
+
+    Parameters
+    ----------
+    M : clients aggregated per round (all participate); S : local steps per round; R : rounds.
+    sample_rate : Poisson sampling rate q of each local step (expected batch / client dataset size).
+    target_eps, delta : the sample-level (ε, δ) target, add/remove adjacency.
+    calibration : one of :data:`CALIBRATIONS` (trust models in the module docstring).
+    accountant : ``"rdp"``, ``"pld"`` or ``"prv"``.
+
+    Guarantee: the accountant's ε at the returned noise is ≤ target_eps (the calibration in
+    :mod:`fedtheory.privacy.dpsgd` brackets from above), for the adversary of the chosen trust model.
+    """
+    M, S, R, q = _check_common(M, S, R, sample_rate, calibration, accountant)
+    z = total_noise_multiplier(S, R, q, target_eps, delta, calibration, accountant)
+    return z * noise_share(M, S, calibration)
+
+
+def epsilon_of_per_client_noise(sigma_client: float, M: int, S: int, R: int, sample_rate: float, delta: float,
+                                calibration: str = "ddp", accountant: str = "rdp") -> float:
+    """Forward direction: ε reached when each client adds per-step multiplier ``sigma_client``.
+
+    E.g. ``calibration="ldp"`` answers "what ε would one client's own noise give it alone?" (the
+    DDP-over-LDP gain that secure aggregation buys).
+    """
+    from fedtheory.privacy.dpsgd import epsilon
+
+    M, S, R, q = _check_common(M, S, R, sample_rate, calibration, accountant)
+    s = float(check_positive("sigma_client", sigma_client))
+    qq, steps = _accounted_mechanism(S, R, q, calibration)
+    return float(epsilon(s / noise_share(M, S, calibration), delta, qq, steps, accountant=accountant))
+
+
+def per_client_noise_table(M: int, S_values, R: int, sample_rate: float, target_eps: float, delta: float,
+                           calibrations=CALIBRATIONS, accountant: str = "rdp") -> dict[str, np.ndarray]:
+    """σ_j for every calibration (rows) and S in ``S_values`` (columns), as ``{calibration: array}``."""
+    S_values = np.atleast_1d(check_integer_at_least("S_values", S_values, 1))
+    return {c: np.array([per_client_noise(M, int(S), R, sample_rate, target_eps, delta, c, accountant)
+                         for S in S_values]) for c in calibrations}
+
+
+# ----------------------------------------------------------------------------------------------------
+# Appendix A.3: client-specific learning rates, clips and noise
+# ----------------------------------------------------------------------------------------------------
+
+def heterogeneous_effective_multiplier(lr_scales, clips, noise_stds) -> float:
+    """Noise multiplier of the sum-dominating Gaussian for client-specific lr, clip and noise (App. A.3).
+
+    Client j steps with learning rate ``c_j η``, clips to ``C_j`` and adds noise of std ``s_j``
+    (absolute).  One step of the aggregate is ``η Σ_j c_j (g_j + ξ_j)``: a Gaussian mechanism with L2
+    sensitivity ``max_j c_j C_j`` (a sample lives in one client) and noise std ``sqrt(Σ_j c_j² s_j²)``,
+    so its multiplier is ``sqrt(Σ_j c_j² s_j²) / max_j c_j C_j`` (eqs. 16-19).  With ``c_j = 1``,
+    ``C_j = C`` and ``s_j = σ C/√M`` this is σ.
+    """
+    c = np.atleast_1d(check_positive("lr_scales", lr_scales))
+    C = np.atleast_1d(check_positive("clips", clips))
+    s = np.atleast_1d(check_nonnegative("noise_stds", noise_stds))
+    c, C, s = np.broadcast_arrays(c, C, s)
+    return float(np.sqrt(np.sum(c**2 * s**2)) / np.max(c * C))
+
+
+def heterogeneous_client_noise(lr_scales, clips, total_multiplier: float) -> np.ndarray:
+    """Noise stds ``s_j = σ C_j`` (each client's noise proportional to its own clip, common σ) such that
+    :func:`heterogeneous_effective_multiplier` equals ``total_multiplier``:
+    ``σ = total_multiplier · max_j c_j C_j / sqrt(Σ_j c_j² C_j²)``.  Equal clients give ``σ = z/√M``.
+    """
+    c = np.atleast_1d(check_positive("lr_scales", lr_scales))
+    C = np.atleast_1d(check_positive("clips", clips))
+    c, C = np.broadcast_arrays(c, C)
+    z = float(check_positive("total_multiplier", total_multiplier))
+    sigma = z * np.max(c * C) / np.sqrt(np.sum(c**2 * C**2))
+    return sigma * C
+
+
+# ----------------------------------------------------------------------------------------------------
+# Monte Carlo illustrations of the sum-dominating argument
+# ----------------------------------------------------------------------------------------------------
+
+def simulate_aggregate_noise(M: int, sigma_client: float, clip: float = 1.0, dim: int = 1, trials: int = 100_000,
+                             seed: Optional[int] = 0) -> np.ndarray:
+    """Draw the securely aggregated noise ``Σ_j ξ_j`` of one step, ``ξ_j ~ N(0, (σ_j C)² I_dim)``.
+
+    Returns an array of shape ``(trials, dim)``; its variance per coordinate should be
+    ``M σ_j² C²`` = ``(σ_total C)²`` (Thm 4.7's split is exact for the Gaussian).
+    """
+    M = int(check_integer_at_least("M", M, 1))
+    s = float(check_positive("sigma_client", sigma_client))
+    C = float(check_positive("clip", clip))
+    dim = int(check_integer_at_least("dim", dim, 1))
+    trials = int(check_integer_at_least("trials", trials, 2))
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((trials, M, dim)) * s * C).sum(axis=1)
+
+
+def simulate_summed_release(M: int, S: int, sigma_client: float, clip: float = 1.0, present: bool = True,
+                            trials: int = 100_000, seed: Optional[int] = 0) -> np.ndarray:
+    """One round's securely aggregated update (1-d), worst case without subsampling.
+
+    Client 0 holds the differing sample, whose clipped gradient is ``+C`` at every one of the S steps
+    (aligned worst case); all other gradients are fixed and taken as 0.  Returns ``trials`` draws of
+    ``Σ_s Σ_j (g_j^(s) + ξ_j^(s))``.  Under ``present=True`` it is ``N(S C, S M σ_j² C²)``, else
+    ``N(0, S M σ_j² C²)``: a Gaussian pair with GDP parameter ``√S/σ_total`` — the same as the S-fold
+    composition of the per-step central mechanism, so Lemma 4.5 loses nothing here.
+    """
+    M = int(check_integer_at_least("M", M, 1))
+    S = int(check_integer_at_least("S", S, 1))
+    s = float(check_positive("sigma_client", sigma_client))
+    C = float(check_positive("clip", clip))
+    trials = int(check_integer_at_least("trials", trials, 2))
+    rng = np.random.default_rng(seed)
+    noise = (rng.standard_normal((trials, S, M)) * s * C).sum(axis=(1, 2))
+    return noise + (S * C if present else 0.0)
+
+
+def paper_code_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> float:
+    """ε as the seed paper's released accountant computes it (App. A.5 / ``dp_accounting.py`` of its code).
+
+    Gaussian (= 32-bit Skellam) subsampled RDP at integer orders 2..255, composed over ``steps = R·S``,
+    converted with Mironov's *classic* bound ``ε = min_α ε(α) + log(1/δ)/(α-1)``.  Looser than the
+    ``"rdp"`` accountant here (improved conversion, fractional orders), which is why the paper's noise
+    levels are larger than :func:`per_client_noise` returns; used to reproduce its configurations.
+    """
+    from fedtheory.privacy.rdp import rdp_to_epsilon, subsampled_gaussian_rdp
+
+    orders = np.arange(2.0, 256.0)
+    steps = int(check_integer_at_least("steps", steps, 1))
+    rdp = subsampled_gaussian_rdp(orders, float(check_positive("noise_multiplier", noise_multiplier)),
+                                  _check_sample_rate(sample_rate), steps, backend="numpy")
+    return float(rdp_to_epsilon(orders, rdp, delta, conversion="classic")[0])

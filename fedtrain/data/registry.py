@@ -1,0 +1,68 @@
+"""One entry point for every dataset: :func:`load_dataset`.
+
+Names (``DATASETS``):
+
+================== ===================================================================
+``school``          real School (139 silos, 28 features, regression), needs ``school.mat``
+``vehicle``         real Vehicle (23 silos, 100 features, binary), needs ``vehicle.mat``
+``gleam``           real GLEAM (38 silos, 180 features, binary), needs ``gleam.mat``
+``school-standin``  synthetic stand-in with School's structure (:mod:`fedtrain.data.standins`)
+``vehicle-standin`` synthetic stand-in with Vehicle's structure
+``gleam-standin``   synthetic stand-in with GLEAM's structure
+``gaussian``        the theory's mean-estimation model (:func:`~fedtrain.data.gaussian.gaussian_mean_estimation`)
+``gaussian-linreg`` the theory's linear-regression model (``FᵀF = n I``)
+================== ===================================================================
+
+Options are passed through to the loader (e.g. ``seed``, ``test_fraction``, ``tau``).
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+from fedtrain.data.base import FederatedData
+from fedtrain.data.files import DatasetNotFoundError
+from fedtrain.data.gaussian import gaussian_linear_regression, gaussian_mean_estimation
+from fedtrain.data.school import load_school
+from fedtrain.data.sensors import load_gleam, load_vehicle
+from fedtrain.data.standins import load_standin
+
+__all__ = ["DATASETS", "REAL_DATASETS", "load_dataset"]
+
+REAL_DATASETS = ("school", "vehicle", "gleam")
+_LOADERS: dict[str, Callable[..., FederatedData]] = {
+    "school": load_school,
+    "vehicle": load_vehicle,
+    "gleam": load_gleam,
+    "school-standin": lambda **kw: load_standin("school", **kw),
+    "vehicle-standin": lambda **kw: load_standin("vehicle", **kw),
+    "gleam-standin": lambda **kw: load_standin("gleam", **kw),
+    "gaussian": gaussian_mean_estimation,
+    "gaussian-linreg": gaussian_linear_regression,
+}
+DATASETS: tuple[str, ...] = tuple(_LOADERS)
+
+
+def load_dataset(name: str, *, data_dir: str | os.PathLike | None = None, **options) -> FederatedData:
+    """Load dataset ``name`` (see the module docstring); ``data_dir`` is used by the real datasets only.
+
+    An unknown name raises ``ValueError`` listing the valid names; a missing real file raises
+    :class:`~fedtrain.data.files.DatasetNotFoundError` saying where it looked, how to obtain the file and
+    which stand-in to use instead.
+    """
+    if name not in _LOADERS:
+        raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(DATASETS)}")
+    loader = _LOADERS[name]
+    if name in REAL_DATASETS:
+        try:
+            return loader(data_dir=data_dir, **options)
+        except DatasetNotFoundError as exc:
+            if f"{name}-standin" in str(exc):
+                raise
+            raise DatasetNotFoundError(f"{exc}\nThe synthetic stand-in '{name}-standin' has the same structure.") from exc
+        except TypeError as exc:
+            raise ValueError(f"bad option for dataset {name!r}: {exc}") from exc
+    try:
+        return loader(**options)
+    except TypeError as exc:
+        raise ValueError(f"bad option for dataset {name!r}: {exc}") from exc

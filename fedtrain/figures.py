@@ -1,0 +1,313 @@
+"""Figures of the empirical chapters (MR-MTL paper, Figs. 2-5) and of theory meeting training.
+
+Every plot function takes results-store rows (dicts with ``config`` and ``result``, as returned by
+:func:`fedtrain.sweep.run_sweep`) or arrays, and returns a matplotlib :class:`~matplotlib.figure.Figure`.
+The helpers that pick what is plotted (:func:`method_label`, :func:`best_lambda_table`,
+:func:`lambda_curve`, :func:`curves_by_method`) are plain functions, tested directly.
+Titles say which data (real or synthetic stand-in) and which settings a figure shows.
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+__all__ = [
+    "lower_is_better",
+    "method_label",
+    "metric_label",
+    "data_label",
+    "group_rows",
+    "best_lambda_table",
+    "lambda_curve",
+    "curves_by_method",
+    "privacy_table",
+    "plot_training_curves",
+    "plot_privacy_utility",
+    "plot_lambda_sweep",
+    "plot_theory_vs_training",
+]
+
+_COLORS = {"local": "tab:blue", "fedavg": "tab:orange", "finetune": "tab:purple", "mrmtl": "tab:red",
+           "ditto": "tab:green", "mocha": "tab:brown", "ifca": "tab:gray", "ifca-mrmtl": "tab:pink"}
+_NAMES = {"local": "Local", "fedavg": "FedAvg", "finetune": "Finetune", "mrmtl": "MR-MTL", "ditto": "Ditto",
+          "mocha": "Mocha", "ifca": "IFCA", "ifca-mrmtl": "IFCA-MR-MTL"}
+
+
+def _f(v: Any) -> float:
+    return float(v) if not isinstance(v, str) else float(v.replace("infinity", "inf"))
+
+
+def lower_is_better(metric: str) -> bool:
+    """MSE (School, regression) is better when lower; accuracy when higher."""
+    return metric == "mse"
+
+
+def metric_label(metric: str) -> str:
+    return {"mse": "test MSE (lower is better)", "accuracy": "test accuracy (higher is better)"}.get(metric, metric)
+
+
+def method_label(config: Mapping[str, Any]) -> str:
+    """Legend name of a run's method, e.g. ``IFCA (10%)``, ``Finetune (50%)``."""
+    m = config["method"]
+    name = _NAMES.get(m, m)
+    if m in ("ifca", "ifca-mrmtl"):
+        frac = _f(config.get("select_frac", 0.1))
+        name += " (every round)" if frac >= 1 else f" ({100 * frac:g}% sel.)"
+    if m == "finetune":
+        name += f" ({100 * _f(config.get('finetune_frac', 0.5)):g}% FedAvg)"
+    return name
+
+
+def data_label(rows: Sequence[Mapping[str, Any]]) -> str:
+    """``'School (real data)'`` or ``'vehicle-standin (synthetic stand-in, tau=0.5)'``."""
+    ds = rows[0].get("dataset", {})
+    name = ds.get("name", rows[0]["config"]["dataset"])
+    if ds.get("real"):
+        return f"{name} (real data)"
+    tau = ds.get("info", {}).get("tau")
+    return f"{name} (synthetic stand-in{'' if tau is None else f', τ={tau:g}'})"
+
+
+def group_rows(rows: Iterable[Mapping[str, Any]], by: Sequence[str]) -> "OrderedDict[tuple, list]":
+    """Rows grouped by the values of config fields ``by`` (insertion order kept)."""
+    out: "OrderedDict[tuple, list]" = OrderedDict()
+    for r in rows:
+        out.setdefault(tuple(r["config"].get(b) for b in by), []).append(r)
+    return out
+
+
+def _stats(rs: Sequence[Mapping[str, Any]]) -> tuple[float, float, int]:
+    v = np.array([_f(r["result"]["test_metric"]) for r in rs])
+    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0, len(v)
+
+
+def best_lambda_table(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """For each (method label, ε): the (λ, η) with the best mean over seeds, its mean, std and n.
+
+    This is the paper's "method(λ*)" in Fig. 3: hyper-parameters are picked on the test metric and the
+    tuning is not charged to privacy (as in the paper's Figs. 2-6; see the private-tuning chapter).
+    """
+    rows = list(rows)
+    if not rows:
+        return []
+    lower = lower_is_better(rows[0]["result"]["metric"])
+    best: "OrderedDict[tuple, dict]" = OrderedDict()
+    by_label: "OrderedDict[tuple, list]" = OrderedDict()
+    for r in rows:
+        by_label.setdefault((method_label(r["config"]), _f(r["config"]["eps"])), []).append(r)
+    for (label, eps), rs in by_label.items():
+        for (lam, lr), grp in group_rows(rs, ("lam", "lr")).items():
+            mean, std, n = _stats(grp)
+            cur = best.get((label, eps))
+            if cur is None or (mean < cur["mean"] if lower else mean > cur["mean"]):
+                best[(label, eps)] = dict(label=label, method=grp[0]["config"]["method"], eps=eps, lam=_f(lam),
+                                          lr=_f(lr), mean=mean, std=std, n=n)
+    return list(best.values())
+
+
+def lambda_curve(rows: Iterable[Mapping[str, Any]], eps: float, method: str = "mrmtl",
+                 lr: float | None = None) -> dict[str, np.ndarray]:
+    """Mean/std over seeds of ``method`` against λ at privacy level ``eps`` (best η per λ if ``lr`` is None)."""
+    rs = [r for r in rows if r["config"]["method"] == method and _f(r["config"]["eps"]) == float(eps)
+          and (lr is None or _f(r["config"]["lr"]) == float(lr))]
+    if not rs:
+        raise ValueError(f"no rows for method={method!r}, eps={eps}" + ("" if lr is None else f", lr={lr}"))
+    lower = lower_is_better(rs[0]["result"]["metric"])
+    out = {}
+    for lam, grp in group_rows(rs, ("lam",)).items():
+        cands = [_stats(g) for g in group_rows(grp, ("lr",)).values()]
+        out[_f(lam[0])] = min(cands, key=lambda s: s[0] if lower else -s[0])
+    lams = np.array(sorted(out))
+    return {"lam": lams, "mean": np.array([out[l][0] for l in lams]), "std": np.array([out[l][1] for l in lams]),
+            "n": np.array([out[l][2] for l in lams])}
+
+
+def curves_by_method(rows: Iterable[Mapping[str, Any]]) -> "OrderedDict[tuple, dict]":
+    """Per (method label, ε): rounds and mean/std over seeds of the recorded test-metric curve."""
+    out: "OrderedDict[tuple, dict]" = OrderedDict()
+    groups: "OrderedDict[tuple, list]" = OrderedDict()
+    for r in rows:
+        if r["result"].get("curve") is None:
+            raise ValueError("rows have no learning curve: run them with eval_every > 0")
+        groups.setdefault((method_label(r["config"]), _f(r["config"]["eps"])), []).append(r)
+    for key, rs in groups.items():
+        curves = np.array([[_f(v) for v in r["result"]["curve"]] for r in rs])
+        out[key] = {"rounds": np.array(rs[0]["result"]["curve_rounds"]), "mean": curves.mean(0),
+                    "std": curves.std(0, ddof=1) if len(rs) > 1 else np.zeros(curves.shape[1]),
+                    "method": rs[0]["config"]["method"], "n": len(rs)}
+    return out
+
+
+def privacy_table(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per (method label, ε): the median over silos of the DP-SGD noise multiplier z_k, the number of DP-SGD
+    steps of the median silo, and the largest ε_k certified by the accountant (the privacy overhead of a
+    method shows as a larger z at the same ε: Ditto's second pass, IFCA's private selections)."""
+    out: "OrderedDict[tuple, dict]" = OrderedDict()
+    for r in rows:
+        key = (method_label(r["config"]), _f(r["config"]["eps"]))
+        if key in out:
+            continue
+        res = r["result"]
+        z = np.array([_f(v) for v in res["noise_multipliers"]])
+        spent = np.array([_f(v) for v in res["eps_spent"]])
+        out[key] = {"label": key[0], "method": r["config"]["method"], "eps": key[1], "z_median": float(np.median(z)),
+                    "steps_median": float(np.median(res["steps"])), "eps_spent_max": float(spent.max()),
+                    "accountant": res.get("accountant")}
+    return list(out.values())
+
+
+def _eps_text(eps: float) -> str:
+    return "non-private" if math.isinf(eps) else f"ε={eps:g}"
+
+
+def _settings(rows: Sequence[Mapping[str, Any]]) -> str:
+    c = rows[0]["config"]
+    seeds = sorted({r["config"]["seed"] for r in rows})
+    delta = rows[0]["result"].get("delta")
+    d = f", δ={_f(delta[0]):.0e}" if delta else ""
+    return f"T={c['rounds']} rounds, B={c['batch_size']}, c={c['clip']:g}{d}, {len(seeds)} seeds"
+
+
+def plot_training_curves(rows: Sequence[Mapping[str, Any]], *, title: str | None = None, note: str = ""):
+    """Fig. 2: test metric against training round, one colour per method, solid = private, dashed = non-private.
+
+    Bands are ±1 standard deviation over seeds.
+    """
+    import matplotlib.pyplot as plt
+
+    rows = list(rows)
+    curves = curves_by_method(rows)
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for (label, eps), c in curves.items():
+        color = _COLORS.get(c["method"], None)
+        ls = "--" if math.isinf(eps) else "-"
+        ax.plot(c["rounds"], c["mean"], ls, color=color, label=f"{label}, {_eps_text(eps)}")
+        ax.fill_between(c["rounds"], c["mean"] - c["std"], c["mean"] + c["std"], color=color, alpha=0.15)
+    metric = rows[0]["result"]["metric"]
+    ax.set_xlabel("training round")
+    ax.set_ylabel(metric_label(metric))
+    ax.set_title(title or f"{data_label(rows)}\n{_settings(rows)}{note}", fontsize=10)
+    ax.legend(fontsize=8, ncol=2)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def plot_privacy_utility(rows: Sequence[Mapping[str, Any]], *, title: str | None = None, note: str = "",
+                         ax=None):
+    """Fig. 3 / Fig. 4: test metric (mean ± std over seeds) against per-silo ε, every method at its best (λ, η).
+
+    The x-axis is categorical: the ε values of the grid, then "∞" (non-private).
+    """
+    import matplotlib.pyplot as plt
+
+    rows = list(rows)
+    table = best_lambda_table(rows)
+    eps_values = sorted({t["eps"] for t in table})
+    pos = {e: i for i, e in enumerate(eps_values)}
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7, 4.2))
+    labels = list(OrderedDict.fromkeys(t["label"] for t in table))
+    for j, label in enumerate(labels):
+        ts = sorted((t for t in table if t["label"] == label), key=lambda t: t["eps"])
+        x = np.array([pos[t["eps"]] for t in ts]) + (j - (len(labels) - 1) / 2) * 0.04
+        ax.errorbar(x, [t["mean"] for t in ts], yerr=[t["std"] for t in ts], marker="o", ms=4, capsize=3,
+                    color=_COLORS.get(ts[0]["method"]), label=label)
+    ax.set_xticks(range(len(eps_values)))
+    ax.set_xticklabels(["∞\n(non-private)" if math.isinf(e) else f"{e:g}" for e in eps_values])
+    if lower_is_better(rows[0]["result"]["metric"]):  # errors spanning multiples: log axis
+        ax.set_yscale("log")
+    ax.set_xlabel("per-silo privacy budget ε")
+    ax.set_ylabel(metric_label(rows[0]["result"]["metric"]))
+    ax.set_title(title or f"{data_label(rows)}\n{_settings(rows)}; λ, η tuned per point{note}", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    if fig is not None:
+        fig.tight_layout()
+        return fig
+    return ax.figure
+
+
+def plot_lambda_sweep(rows: Sequence[Mapping[str, Any]], eps_values: Sequence[float], *, method: str = "mrmtl",
+                      title: str | None = None, note: str = ""):
+    """Fig. 5: ``method``'s test metric against λ (log scale) for each ε, with the Local and FedAvg endpoints.
+
+    One colour per ε; dotted/dashed horizontal lines are Local and FedAvg at that ε (best η); the
+    marker ★ is the best λ.  Bands are ±1 standard deviation over seeds.
+    """
+    import matplotlib.pyplot as plt
+
+    rows = list(rows)
+    table = {(t["method"], t["eps"]): t for t in best_lambda_table(r for r in rows if r["config"]["method"]
+                                                                   in ("local", "fedavg"))}
+    lower = lower_is_better(rows[0]["result"]["metric"])
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    cmap = plt.get_cmap("viridis")
+    for i, eps in enumerate(eps_values):
+        color = "black" if math.isinf(eps) else cmap(i / max(1, len(eps_values)))
+        cur = lambda_curve(rows, eps, method=method)
+        ok = cur["lam"] > 0
+        lam, mean, std = cur["lam"][ok], cur["mean"][ok], cur["std"][ok]
+        ax.plot(lam, mean, "o-", color=color, ms=4, label=f"{_NAMES.get(method, method)}, {_eps_text(eps)}")
+        ax.fill_between(lam, mean - std, mean + std, color=color, alpha=0.15)
+        b = int(np.argmin(mean) if lower else np.argmax(mean))
+        ax.plot(lam[b], mean[b], "*", color=color, ms=14)
+        for m, ls in (("local", ":"), ("fedavg", "--")):
+            t = table.get((m, float(eps)))
+            if t is not None:
+                ax.axhline(t["mean"], color=color, ls=ls, lw=1)
+    ax.plot([], [], "k:", label="Local (λ=0)")
+    ax.plot([], [], "k--", label="FedAvg")
+    ax.set_xscale("log")
+    if lower:  # errors of different privacy levels differ by multiples: a log axis keeps all visible
+        ax.set_yscale("log")
+    ax.set_xlabel("λ (MR-MTL regularization strength)")
+    ax.set_ylabel(metric_label(rows[0]["result"]["metric"]))
+    ax.set_title(title or f"{data_label(rows)}\n{_settings(rows)}; ★ = best λ{note}", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def plot_theory_vs_training(lams: np.ndarray, trained_mean: np.ndarray, trained_se: np.ndarray,
+                            theory: Callable[[np.ndarray], np.ndarray], *, lam_star_theory: float,
+                            label: str = "", fedavg: tuple[float, float] | None = None,
+                            theory_fedavg: float | None = None, title: str = "", ax=None):
+    """Theory meets training: the closed-form E(λ) (line) next to DP-SGD-trained MR-MTL (points ± 2 SE).
+
+    ``theory(lam_grid)`` evaluates the closed form; ``lam_star_theory`` is its minimizer (vertical line);
+    ``fedavg = (mean, se)`` of trained FedAvg and ``theory_fedavg`` its closed form (dashed lines).
+    """
+    import matplotlib.pyplot as plt
+
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    lams = np.asarray(lams, dtype=float)
+    pos = lams > 0
+    grid = np.geomspace(lams[pos].min() / 2, lams[pos].max() * 2, 200)
+    line, = ax.plot(grid, theory(grid), "-", label=f"closed form E(λ){label}")
+    color = line.get_color()
+    ax.errorbar(lams[pos], trained_mean[pos], yerr=2 * trained_se[pos], fmt="o", color=color, capsize=3,
+                label=f"trained MR-MTL (DP-SGD) ± 2 SE{label}")
+    ax.axvline(lam_star_theory, color=color, ls=":", lw=1)
+    if fedavg is not None:
+        ax.axhspan(fedavg[0] - 2 * fedavg[1], fedavg[0] + 2 * fedavg[1], color=color, alpha=0.12)
+    if theory_fedavg is not None:
+        ax.axhline(theory_fedavg, color=color, ls="--", lw=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("λ")
+    ax.set_ylabel("estimation error E[(ŵ_k(λ) − w_k)²]")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3, which="both")
+    if fig is not None:
+        fig.tight_layout()
+        return fig
+    return ax.figure

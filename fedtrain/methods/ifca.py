@@ -1,0 +1,132 @@
+"""IFCA with private cluster selection, and IFCA-preconditioned MR-MTL (MR-MTL paper App. D, Alg. A2, Figs. 3, 4, 6).
+
+IFCA (Ghosh et al. 2020), as run in the paper (notes §2.2, §3.2, §3.3):
+
+* the server keeps ``G = num_clusters`` models, randomly initialized (N(0, 1/p) entries);
+* in each of the first ``T_sel = max(1, int(select_frac·rounds))`` rounds (paper: 10 %), every silo
+  privately picks the centre with the lowest score on its training set with the exponential
+  mechanism ("report noisy min": ``argmin_g s_g − Gumbel·2Δ_k/ε_sel``, :func:`private_argmin`),
+  score = error rate (classification) or the mean per-example loss clipped to ``[0, ifca_loss_clip]``
+  (regression), sensitivity ``Δ_k = L/(n_k − 1)`` (paper Eq. (15), corrected); afterwards the
+  assignments are frozen;
+* per-round selection budget ``ε_sel,k = select_eps_frac·ε_k`` (paper: 0.03); each selection is
+  ``ε_sel²/8``-zCDP (bounded range) and is composed with DP-SGD in RDP; DP-SGD's noise multiplier is
+  re-solved so that the total meets ε_k (:func:`fedtrain.privacy.ifca_noise_multipliers`);
+* every round each silo trains its cluster's model for ``local_epochs`` and the server averages the
+  updates within each cluster (weights a_k renormalized over the members; an empty cluster keeps its
+  model).  Silos are evaluated with their cluster's model.
+
+IFCA-preconditioned MR-MTL (Algorithm A2): stage 1 (the selection rounds) is IFCA, each silo keeping
+the model it trained; stage 2 is MR-MTL with each silo's proximal centre its cluster's model, the
+centres updated with the members' updates ``w_k^{(t)} − w_k^{(t−1)}`` (the released code; the printed
+Alg. A2 line 22 differs, notes §7 item 9).  Silos are evaluated with their personal models.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from fedtrain import privacy
+from fedtrain.methods.base import Method
+
+__all__ = ["IFCA", "IFCAMRMTL", "private_argmin"]
+
+
+def private_argmin(scores: torch.Tensor, scale: torch.Tensor, generators: list[torch.Generator]) -> torch.Tensor:
+    """Exponential mechanism over ``G`` candidates for every (config, silo), by Gumbel "report noisy min".
+
+    ``scores (S,K,G)`` (lower is better), ``scale (S,K)`` = ``2Δ/ε`` (0 → exact argmin).  Returns
+    ``(S,K)`` indices distributed as ``P(g) ∝ exp(−ε s_g / (2Δ))`` (McSherry–Talwar; Gumbel-max trick),
+    the same sampler as :func:`fedtheory.privacy.exponential.private_argmin`, vectorized over silos
+    with per-silo scales.  ``generators``: S of them, or U < S, each shared by S/U consecutive rows.
+    """
+    S = scores.shape[0]
+    u = torch.stack([torch.rand(scores.shape[1:], generator=g, device=scores.device, dtype=torch.float64)
+                     for g in generators])
+    if u.shape[0] != S:
+        U = u.shape[0]
+        u = u[:, None].expand(U, S // U, *u.shape[1:]).reshape(S, *u.shape[1:])
+    gumbel = -torch.log(-torch.log(u.clamp(min=1e-300)))
+    noisy = scores.double() - scale.double()[..., None] * gumbel
+    return noisy.argmin(-1)
+
+
+class IFCA(Method):
+    personalized = False
+
+    # -- accounting: DP-SGD + selections ------------------------------------------------------------------
+    @property
+    def selections(self) -> int:
+        return max(1, int(self.cfg.select_frac * self.cfg.rounds))
+
+    def select_eps(self, i: int) -> np.ndarray:
+        return self.tr.configs[i].select_eps_frac * self.tr.eps[i]
+
+    def noise_multipliers(self, i):
+        c, tr = self.tr.configs[i], self.tr
+        return privacy.ifca_noise_multipliers(tr.eps[i], tr.delta[i], tr.n, c.batch_size, c.rounds, c.local_epochs,
+                                              self.selections, self.select_eps(i))
+
+    def spent_epsilons(self, i):
+        c, tr = self.tr.configs[i], self.tr
+        return privacy.ifca_spent_epsilons(tr.noise_multipliers[i], tr.delta[i], tr.n, c.batch_size, c.rounds,
+                                           c.local_epochs, self.selections, self.select_eps(i))
+
+    def extras(self, i):
+        return {"clusters": self.assign[i].cpu().numpy().tolist(), "selections": self.selections,
+                "select_eps": [float(e) for e in self.select_eps(i)]}
+
+    # -- training -----------------------------------------------------------------------------------------
+    def setup(self):
+        tr = self.tr
+        G = self.cfg.num_clusters
+        # Random centres, one draw per configuration from its own stream.
+        self.centers = tr.expand(torch.stack([tr.model.init((G,), g, random=True) for g in tr.gens]))
+        self.assign = torch.zeros((tr.S, tr.K), dtype=torch.long, device=tr.device)
+        bound = tr.loss.score_bound(self.cfg.ifca_loss_clip)
+        sens = bound / np.maximum(tr.n - 1, 1)
+        eps_sel = np.stack([self.select_eps(i) for i in range(tr.S)])
+        with np.errstate(divide="ignore"):
+            scale = np.where(np.isfinite(eps_sel), 2.0 * sens[None, :] / eps_sel, 0.0)
+        self.scale = torch.as_tensor(scale, device=tr.device, dtype=torch.float64)
+        self.w = None
+
+    def gather(self) -> torch.Tensor:
+        s_idx = torch.arange(self.tr.S, device=self.tr.device)[:, None]
+        return self.centers[s_idx, self.assign]
+
+    def update_centers(self, delta: torch.Tensor) -> None:
+        one_hot = torch.nn.functional.one_hot(self.assign, self.cfg.num_clusters).to(delta.dtype)  # (S,K,G)
+        num = torch.einsum("skg,k,skpo->sgpo", one_hot, self.tr.agg, delta)
+        den = torch.einsum("skg,k->sg", one_hot, self.tr.agg)
+        self.centers = self.centers + num / den.clamp(min=1e-30)[..., None, None]
+
+    def round(self, t):
+        if t < self.selections:
+            self.assign = private_argmin(self.tr.train_scores(self.centers), self.scale, self.tr.gens)
+        start = self.gather()
+        new = self.tr.local_train(start, self.cfg.local_epochs)
+        self.update_centers(new - start)
+        self.w = new
+
+    def eval_weights(self):
+        return self.gather()
+
+
+class IFCAMRMTL(IFCA):
+    """Algorithm A2: IFCA for the selection rounds, then MR-MTL toward each silo's cluster model."""
+
+    def round(self, t):
+        if t < self.selections:
+            super().round(t)
+            return
+        lam = self.tr.lam[:, None, None, None]
+        center = self.gather()
+        start = self.w
+        self.w = self.tr.local_train(start, self.cfg.local_epochs, prox_fn=lambda w: lam * (w - center))
+        self.update_centers(self.w - start)
+
+    def eval_weights(self):
+        return self.w if self.w is not None else self.gather()

@@ -1,0 +1,262 @@
+"""Reference implementation: one Opacus ``PrivacyEngine`` per silo, written the way Opacus' tutorials do it.
+
+It exists to check :mod:`fedtrain.engine` (tests/test_fedtrain_engine_reference.py) and to time it
+(benchmarks/bench_engine.py); it is slow (a Python loop over silos and steps, Opacus hooks).  It
+shares nothing with the engine except :class:`~fedtrain.config.RunConfig`, the data and the
+sampling convention of :mod:`fedtrain.privacy` (``q_k = min(B, n_k)/n_k``, ``m_k = max(1, ⌊n_k/B⌋)``
+steps per epoch): the noise multiplier is calibrated by Opacus' own
+``opacus.accountants.utils.get_noise_multiplier`` and the spent ε read from an Opacus accountant.
+
+Per silo ``k``: ``nn.Linear(d, o)`` (zero init), ``torch.optim.SGD(lr)``, and
+``PrivacyEngine.make_private(noise_multiplier=z_k, max_grad_norm=c, loss_reduction="mean")`` over a
+``DataLoader`` whose batch sampler is Opacus' ``UniformWithReplacementSampler(sample_rate=q_k,
+steps=m_k)`` (Poisson sampling).  Opacus derives ``expected_batch_size`` from ``len(loader)``, so it is
+set to ``q_k n_k`` explicitly, the engine's normalization.
+
+Methods: ``local``, ``fedavg``, ``mrmtl``.  MR-MTL's proximal term:
+
+* ``prox_mode="post-noise"``: ``λ(w − w̄)`` is added to ``p.grad`` after Opacus privatized it (a
+  parameter-only term added to the loss would be silently dropped by Opacus, issue 249);
+* ``prox_mode="clip-together"``: a custom Opacus grad sampler (``register_grad_sampler``) adds
+  ``λ(w − w̄)`` to every example's gradient, so Opacus clips it with the example.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+from fedtrain import privacy
+from fedtrain.config import RunConfig
+from fedtrain.data.base import FederatedData
+
+__all__ = ["ReferenceResult", "reference_run", "opacus_noise_multipliers", "SUPPORTED_METHODS"]
+
+SUPPORTED_METHODS = ("local", "fedavg", "mrmtl")
+
+
+class ProxLinear(nn.Linear):
+    """``nn.Linear`` whose per-example gradients (under Opacus) include ``λ(w − w̄)`` (clip-together)."""
+
+    def __init__(self, d: int, o: int):
+        super().__init__(d, o)
+        self.lam = 0.0
+        self.center_w: torch.Tensor | None = None
+        self.center_b: torch.Tensor | None = None
+
+
+def _register_prox_sampler() -> None:
+    from opacus.grad_sample import register_grad_sampler
+
+    @register_grad_sampler(ProxLinear)
+    def _prox_linear_grad_sampler(layer: ProxLinear, activations, backprops):
+        x = activations[0]
+        gs_w = torch.einsum("bo,bi->boi", backprops, x)
+        gs_b = backprops.clone()
+        if layer.lam > 0 and layer.center_w is not None:
+            # Opacus scales `backprops` by the batch size for loss_reduction="mean", so these are
+            # per-example gradients of the per-example loss; add the prox gradient to each of them.
+            gs_w = gs_w + layer.lam * (layer.weight.detach() - layer.center_w)[None]
+            gs_b = gs_b + layer.lam * (layer.bias.detach() - layer.center_b)[None]
+        return {layer.weight: gs_w, layer.bias: gs_b}
+
+
+_register_prox_sampler()
+
+
+class ReferenceResult:
+    """Outcome of :func:`reference_run`: ``test_metric`` (test-count weighted), ``silo_metrics``,
+    ``noise_multipliers``, ``eps_spent`` (Opacus accountant), ``steps``, ``spread`` (Σ_k ‖w_k − mean‖²
+    of the silos' final models), ``wall_time`` (s)."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+    def __repr__(self) -> str:
+        return f"ReferenceResult(test_metric={self.test_metric:.5g}, wall_time={self.wall_time:.3g})"
+
+
+def opacus_noise_multipliers(eps: np.ndarray, delta: np.ndarray, n: np.ndarray, batch_size: int, rounds: int,
+                             local_epochs: int, accountant: str, epsilon_tolerance: float = 0.01) -> np.ndarray:
+    """z_k from Opacus' ``get_noise_multiplier`` for ``q_k`` and ``rounds·local_epochs·m_k`` steps (0 if ε_k = ∞).
+
+    Opacus' search returns a z whose ε lies in ``[eps − epsilon_tolerance, eps]``.
+    """
+    from opacus.accountants.utils import get_noise_multiplier
+
+    q = privacy.sample_rates(n, batch_size)
+    steps = privacy.steps_per_epoch(n, batch_size) * rounds * local_epochs
+    cache: dict = {}
+    out = np.zeros(len(n))
+    for i in range(len(n)):
+        if not math.isfinite(eps[i]):
+            continue
+        key = (float(eps[i]), float(delta[i]), float(q[i]), int(steps[i]))
+        if key not in cache:
+            cache[key] = get_noise_multiplier(target_epsilon=key[0], target_delta=key[1], sample_rate=key[2],
+                                              steps=key[3], accountant=accountant,
+                                              epsilon_tolerance=epsilon_tolerance)
+        out[i] = cache[key]
+    return out
+
+
+def _collate_with_empty(d: int):
+    def collate(batch):
+        if len(batch) == 0:  # Poisson sampling may draw an empty batch
+            return torch.zeros((0, d)), torch.zeros((0,))
+        return torch.stack([b[0] for b in batch]), torch.stack([b[1] for b in batch])
+
+    return collate
+
+
+def _mean(v: torch.Tensor) -> torch.Tensor:
+    return v.sum() / max(len(v), 1)
+
+
+def _losses(task: str):
+    if task == "regression":
+        return lambda f, y: _mean(0.5 * (f[:, 0] - y) ** 2), lambda f, y: (f[:, 0] - y) ** 2
+    if task == "binary":
+        return (lambda f, y: _mean(torch.clamp(1 - y * f[:, 0], min=0)),
+                lambda f, y: (torch.where(f[:, 0] >= 0, 1.0, -1.0) == y).float())
+    raise ValueError(f"the reference supports task 'regression' or 'binary' (got {task!r})")
+
+
+def reference_run(config: RunConfig, data: FederatedData, *, noise_multipliers: np.ndarray | None = None,
+                  accountant_check: bool = True) -> ReferenceResult:
+    """Train ``config`` (method local / fedavg / mrmtl) with one Opacus PrivacyEngine per silo.
+
+    ``noise_multipliers``: use these z_k instead of calibrating with Opacus (e.g. to time training
+    alone).  Random numbers come from torch's global generator seeded with ``config.seed`` (a
+    different stream from the engine's: results agree in distribution, not sample by sample).
+    """
+    import warnings
+
+    from opacus import PrivacyEngine
+    from opacus.accountants import create_accountant
+    from opacus.utils.uniform_sampler import UniformWithReplacementSampler
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from fedtrain.engine import resolve_budgets
+
+    if config.method not in SUPPORTED_METHODS:
+        raise ValueError(f"method must be one of {SUPPORTED_METHODS} for the reference (got {config.method!r})")
+    t0 = time.perf_counter()
+    torch.manual_seed(config.seed)
+    gen = torch.Generator().manual_seed(config.seed)
+    eps, delta = resolve_budgets(config, data)
+    n = data.train_sizes
+    K, d, B = data.num_silos, data.dim, config.batch_size
+    q = privacy.sample_rates(n, B)
+    m = privacy.steps_per_epoch(n, B)
+    if noise_multipliers is None:
+        z = opacus_noise_multipliers(eps, delta, n, B, config.rounds, config.local_epochs, config.accountant)
+    else:
+        z = np.asarray(noise_multipliers, dtype=float)
+    train_loss, metric = _losses(data.task)
+
+    silos = []
+    for k in range(K):
+        model = ProxLinear(d, 1)
+        nn.init.zeros_(model.weight)
+        nn.init.zeros_(model.bias)
+        opt = torch.optim.SGD(model.parameters(), lr=config.lr)
+        ds = TensorDataset(torch.as_tensor(data.train_x[k], dtype=torch.float32),
+                           torch.as_tensor(data.train_y[k], dtype=torch.float32))
+        loader = DataLoader(ds, batch_sampler=UniformWithReplacementSampler(
+            num_samples=int(n[k]), sample_rate=float(q[k]), steps=int(m[k]), generator=gen),
+            collate_fn=_collate_with_empty(d))
+        private = math.isfinite(eps[k])
+        if private:
+            engine = PrivacyEngine(accountant=config.accountant)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model, opt, loader = engine.make_private(module=model, optimizer=opt, data_loader=loader,
+                                                         noise_multiplier=float(z[k]), max_grad_norm=config.clip,
+                                                         poisson_sampling=False, loss_reduction="mean")
+            opt.expected_batch_size = int(min(B, n[k]))
+        silos.append(dict(model=model, opt=opt, loader=loader, private=private))
+
+    def core(model):  # the underlying ProxLinear (GradSampleModule wraps it)
+        return model._module if hasattr(model, "_module") else model
+
+    def get_flat(model):
+        c = core(model)
+        return torch.cat([c.weight.detach().ravel(), c.bias.detach().ravel()]).clone()
+
+    def set_flat(model, v):
+        c = core(model)
+        with torch.no_grad():
+            c.weight.copy_(v[:d].view(1, d))
+            c.bias.copy_(v[d:])
+
+    wts = n / n.sum() if config.aggregation == "weighted" else np.full(K, 1.0 / K)
+    wbar = torch.zeros(d + 1)
+    steps = np.zeros(K, dtype=np.int64)
+    lam = config.lam if config.method == "mrmtl" else 0.0
+    for _t in range(config.rounds):
+        deltas = []
+        for k, s in enumerate(silos):
+            model, opt = s["model"], s["opt"]
+            if config.method == "fedavg":
+                set_flat(model, wbar)
+            start = get_flat(model)
+            c = core(model)
+            post_noise = lam > 0 and (config.prox_mode == "post-noise" or not s["private"])
+            c.lam = lam if (lam > 0 and not post_noise) else 0.0
+            c.center_w, c.center_b = wbar[:d].view(1, d).clone(), wbar[d:].clone()
+            for _e in range(config.local_epochs):
+                for xb, yb in s["loader"]:
+                    opt.zero_grad()
+                    if len(xb) == 0 and not s["private"]:
+                        steps[k] += 1  # an empty Poisson batch: no update
+                        continue
+                    # an empty batch still makes Opacus add noise (zero-size per-example gradients)
+                    train_loss(model(xb), yb).backward()
+                    if s["private"]:
+                        if post_noise:
+                            # privatize the data gradient, then add λ(w − w̄) (free post-processing)
+                            opt.pre_step()
+                            with torch.no_grad():
+                                c.weight.grad += lam * (c.weight - c.center_w)
+                                c.bias.grad += lam * (c.bias - c.center_b)
+                            opt.original_optimizer.step()
+                        else:
+                            opt.step()
+                    else:
+                        # non-private: same normalization as the engine (sum / expected batch size)
+                        with torch.no_grad():
+                            for p in c.parameters():
+                                p.grad *= len(xb) / min(B, n[k])
+                            if lam > 0:
+                                c.weight.grad += lam * (c.weight - c.center_w)
+                                c.bias.grad += lam * (c.bias - c.center_b)
+                        opt.step()
+                    steps[k] += 1
+            deltas.append(get_flat(model) - start)
+        if config.method in ("fedavg", "mrmtl"):
+            wbar = wbar + sum(float(wts[k]) * deltas[k] for k in range(K))
+
+    silo_metrics = np.zeros(K)
+    final = torch.stack([get_flat(s["model"]) for s in silos])
+    spread = float(((final - final.mean(0)) ** 2).sum())
+    for k, s in enumerate(silos):
+        c = core(s["model"])
+        w = wbar if config.method == "fedavg" else get_flat(s["model"])
+        x = torch.as_tensor(data.test_x[k], dtype=torch.float32)
+        f = (x @ w[:d] + w[d:])[:, None]
+        silo_metrics[k] = float(metric(f, torch.as_tensor(data.test_y[k], dtype=torch.float32)).mean())
+    nt = data.test_sizes
+    eps_spent = np.full(K, math.inf)
+    if accountant_check:
+        for k in range(K):
+            if z[k] > 0:
+                acc = create_accountant(config.accountant)
+                acc.history = [(float(z[k]), float(q[k]), int(steps[k]))]
+                eps_spent[k] = acc.get_epsilon(delta=float(delta[k]))
+    return ReferenceResult(test_metric=float(silo_metrics @ (nt / nt.sum())), silo_metrics=silo_metrics,
+                           noise_multipliers=z, eps_spent=eps_spent, steps=steps, spread=spread,
+                           wall_time=time.perf_counter() - t0)

@@ -1,0 +1,59 @@
+"""FedHDP theory: every derived-vs-printed comparison (linear regression, A.6, Appendix B)."""
+import pytest
+
+from fedtheory import point_estimation as pe
+from fedtheory.linear_regression import symbolic as S
+
+# rows that must fail: the paper's typos (and Algorithms 1/3 as printed)
+EXPECTED_FAILURES = {
+    "λ_1 (49) as printed, group 1", "λ_1 (49) as printed, group 2",
+    "λ_3 (51) as printed (= λ_2), any r, group 1", "λ_3 (51) as printed (= λ_2), any r, group 2",
+    "fixed point, toward the client's updated copy (Algorithms 1/3 as printed), = eq. 43",
+    "one step with η_p = 1/(1+λ), toward the client's updated copy (Algorithms 1/3 as printed), = eq. 43",
+    "Table 4, homogeneous data, homogeneous privacy: λ*_p as printed",
+}
+
+
+@pytest.fixture(scope="module")
+def all_checks():
+    return S.all_checks(multilevel_instances=2) + pe.checks()
+
+
+def test_every_check_has_the_expected_verdict(all_checks):
+    failing = {c.name for c in all_checks if not c}
+    assert failing == EXPECTED_FAILURES
+    assert len(all_checks) > 60
+
+
+def test_failing_rows_carry_a_counterexample(all_checks):
+    for c in all_checks:
+        if c.name in EXPECTED_FAILURES:
+            assert c.counterexample, c.name
+
+
+def test_corrected_forms_pass(all_checks):
+    names = {c.name: bool(c) for c in all_checks}
+    for g in (1, 2):
+        assert names[f"λ_1 (49) corrected, group {g}"]
+        assert names[f"λ_3 corrected, any r, group {g}"]
+        assert names[f"λ_3 (51) as printed, at r = r*, group {g}"]
+    assert names["Table 4, homogeneous data, homogeneous privacy: λ*_p corrected"]
+
+
+def test_eq49_typo_invisible_in_opt_out_case():
+    """With γ_1² = 0 we have σ_p1² = σ_c², so the literal (49) coincides with the corrected one."""
+    for g in (1, 2):
+        P = S.printed(g)
+        lit = P["lambda_1(49) literal"].subs(S.gamma1_2, 0)
+        cor = P["lambda_1(49) corrected"].subs(S.gamma1_2, 0)
+        assert S.sp.simplify(lit - cor) == 0
+
+
+def test_tradeoff_gain_positive_and_vanishing():
+    t = S.tradeoff()
+    g = S.sp.Symbol("gamma^2", positive=True)
+    vals = {S.N1: 2, S.N2: 18, S.alpha2: 1, S.tau2: S.sp.Rational(1, 2), g: S.sp.Rational(1, 2)}
+    for key in ("gain, r*", "gain, r=1"):
+        assert float(t[key].subs(vals)) > 0
+    big = {**vals, S.N1: 20, S.N2: 180}
+    assert float(t["gain, r*"].subs(big)) < float(t["gain, r*"].subs(vals))
