@@ -94,18 +94,11 @@ def compare(name: str, derived: sp.Expr, printed: sp.Expr, *, note: str = "",
 
 
 def checks_table(checks: Iterable[Check]):
-    """Render checks as an HTML table (an ``IPython.display.HTML`` object; plain text outside IPython)."""
-    checks = list(checks)
-    rows = []
-    for c in checks:
-        mark = "✅ equal" if c.holds else "❌ differ"
-        rows.append(
-            f"<tr><td>{c.name}</td><td>$${sp.latex(c.derived)}$$</td><td>$${sp.latex(c.printed)}$$</td>"
-            f"<td>{mark}</td><td>{c.method}{'. ' + c.note if c.note else ''}</td></tr>")
-    html = ("<table><thead><tr><th>result</th><th>derived (sympy)</th><th>printed (paper)</th>"
-            "<th>verdict</th><th>how decided</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
-    try:
-        from IPython.display import HTML
-    except ImportError:  # pragma: no cover - IPython is always present in the book environment
-        return "\n".join(f"{c.name}: {'equal' if c.holds else 'differ'}" for c in checks)
-    return HTML(html)
+    """Display checks as a Markdown table with typeset math (an ``IPython.display.Markdown`` object).
+
+    Jupyter Book typesets math in Markdown outputs but not in raw HTML outputs, so the table is
+    Markdown; see :func:`fedtheory.figures.tables.checks_markdown` for the layout.
+    """
+    from fedtheory.figures.tables import display_checks
+
+    return display_checks(checks)

@@ -28,7 +28,7 @@ from fedtrain.data.base import FederatedData
 from fedtrain.dpsgd import PoissonBatcher, dp_direction, draw_noise
 from fedtrain.models import LinearModel, loss_for_task
 
-__all__ = ["RunResult", "run", "run_many", "resolve_budgets", "Trainer"]
+__all__ = ["RunResult", "run", "run_many", "validate", "resolve_budgets", "Trainer"]
 
 # Fields that may differ between configurations stacked in one vectorized run.
 _BATCHABLE = ("eps", "delta", "lam", "lr", "clip", "seed", "accountant")
@@ -137,6 +137,18 @@ def resolve_budgets(config: RunConfig, data: FederatedData) -> tuple[np.ndarray,
         raise ValueError(f"delta must be < n_k^-1.1 for every private silo (paper App. C.4): silo {i} has "
                          f"n_k={n[i]}, so delta must be < {bound[i]:.3g} (got {delta[i]:.3g})")
     return eps, delta
+
+
+def validate(config: RunConfig, data: FederatedData) -> None:
+    """Check, without training, that ``config`` can run on ``data``; raise ``ValueError`` naming the problem.
+
+    Checks the device (``cuda`` needs CUDA), the task, at least 2 training records per silo, IFCA's
+    ``num_clusters <= K`` and RDP accountant, and the privacy budgets (:func:`resolve_budgets`: per-silo
+    ``eps``/``delta`` lengths, δ_k < n_k^{-1.1}).  :func:`run_many` and :func:`fedtrain.sweep.run_sweep`
+    call it on every configuration before anything trains.
+    """
+    _check_compatible(config, data)
+    resolve_budgets(config, data)
 
 
 def _check_compatible(config: RunConfig, data: FederatedData) -> None:
@@ -391,8 +403,7 @@ def run_many(configs: Sequence[RunConfig], data: FederatedData, *, progress: boo
             raise ValueError("run_many needs configs of one dataset: got "
                              f"{configs[0].dataset!r} {dict(configs[0].dataset_options)} and "
                              f"{c.dataset!r} {dict(c.dataset_options)}")
-        _check_compatible(c, data)
-        resolve_budgets(c, data)
+        validate(c, data)
     groups: dict[str, list[int]] = {}
     for i, c in enumerate(configs):
         groups.setdefault(_group_key(c), []).append(i)

@@ -25,6 +25,7 @@ __all__ = [
     "curves_by_method",
     "privacy_table",
     "plot_training_curves",
+    "eps_positions",
     "plot_privacy_utility",
     "plot_lambda_sweep",
     "plot_theory_vs_training",
@@ -196,35 +197,60 @@ def plot_training_curves(rows: Sequence[Mapping[str, Any]], *, title: str | None
     return fig
 
 
+def eps_positions(eps_values: Sequence[float]) -> dict[float, float]:
+    """x positions of Fig. 3's ε values on a log axis: finite ε at themselves, ε = ∞ (non-private) one
+    slot of 2.5× to the right of the largest finite ε (1.0 if there is none)."""
+    finite = sorted(float(e) for e in eps_values if math.isfinite(float(e)))
+    pos = {e: e for e in finite}
+    if any(math.isinf(float(e)) for e in eps_values):
+        pos[math.inf] = 2.5 * finite[-1] if finite else 1.0
+    return pos
+
+
 def plot_privacy_utility(rows: Sequence[Mapping[str, Any]], *, title: str | None = None, note: str = "",
                          ax=None):
     """Fig. 3 / Fig. 4: test metric (mean ± std over seeds) against per-silo ε, every method at its best (λ, η).
 
-    The x-axis is categorical: the ε values of the grid, then "∞" (non-private).
+    ε is on a log axis (:func:`eps_positions`); the non-private point sits right of a dashed separator,
+    joined to the curve by a dotted segment.  Error bars are ±1 standard deviation over seeds; methods
+    are offset slightly along x so that their bars do not overlap.
     """
     import matplotlib.pyplot as plt
 
     rows = list(rows)
     table = best_lambda_table(rows)
     eps_values = sorted({t["eps"] for t in table})
-    pos = {e: i for i, e in enumerate(eps_values)}
+    pos = eps_positions(eps_values)
     fig = None
     if ax is None:
-        fig, ax = plt.subplots(figsize=(7, 4.2))
+        fig, ax = plt.subplots(figsize=(7, 4.4))
     labels = list(OrderedDict.fromkeys(t["label"] for t in table))
     for j, label in enumerate(labels):
         ts = sorted((t for t in table if t["label"] == label), key=lambda t: t["eps"])
-        x = np.array([pos[t["eps"]] for t in ts]) + (j - (len(labels) - 1) / 2) * 0.04
-        ax.errorbar(x, [t["mean"] for t in ts], yerr=[t["std"] for t in ts], marker="o", ms=4, capsize=3,
-                    color=_COLORS.get(ts[0]["method"]), label=label)
-    ax.set_xticks(range(len(eps_values)))
+        x = np.array([pos[t["eps"]] for t in ts]) * 1.035 ** (j - (len(labels) - 1) / 2)
+        y = np.array([t["mean"] for t in ts])
+        err = np.array([t["std"] for t in ts])
+        color = _COLORS.get(ts[0]["method"])
+        fin = np.array([math.isfinite(t["eps"]) for t in ts])
+        ax.errorbar(x[fin], y[fin], yerr=err[fin], marker="o", ms=4, capsize=3, color=color, label=label)
+        if (~fin).any():
+            ax.errorbar(x[~fin], y[~fin], yerr=err[~fin], marker="s", ms=5, capsize=3, color=color, ls="none")
+            if fin.any():
+                ax.plot([x[fin][-1], x[~fin][0]], [y[fin][-1], y[~fin][0]], ":", color=color, lw=1)
+    finite = [e for e in eps_values if math.isfinite(e)]
+    ax.set_xscale("log")
+    ax.set_xticks([pos[e] for e in eps_values])
     ax.set_xticklabels(["∞\n(non-private)" if math.isinf(e) else f"{e:g}" for e in eps_values])
+    ax.minorticks_off()
+    if finite and math.inf in pos:
+        ax.axvline(np.sqrt(finite[-1] * pos[math.inf]), color="0.5", ls="--", lw=0.8)
     if lower_is_better(rows[0]["result"]["metric"]):  # errors spanning multiples: log axis
         ax.set_yscale("log")
-    ax.set_xlabel("per-silo privacy budget ε")
+    ax.set_xlabel("per-silo privacy budget ε (log scale; δ fixed per dataset)")
     ax.set_ylabel(metric_label(rows[0]["result"]["metric"]))
-    ax.set_title(title or f"{data_label(rows)}\n{_settings(rows)}; λ, η tuned per point{note}", fontsize=10)
-    ax.legend(fontsize=8)
+    ax.set_title(title or f"{data_label(rows)}\n{_settings(rows)}; λ, η tuned per point; mean ± std over seeds{note}",
+                 fontsize=10)
+    ax.legend(fontsize=8, loc="best", framealpha=0.85)
     ax.grid(alpha=0.3)
     if fig is not None:
         fig.tight_layout()
@@ -245,10 +271,11 @@ def plot_lambda_sweep(rows: Sequence[Mapping[str, Any]], eps_values: Sequence[fl
     table = {(t["method"], t["eps"]): t for t in best_lambda_table(r for r in rows if r["config"]["method"]
                                                                    in ("local", "fedavg"))}
     lower = lower_is_better(rows[0]["result"]["metric"])
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    cmap = plt.get_cmap("viridis")
+    fig, ax = plt.subplots(figsize=(8.5, 4.4))
+    palette = ["tab:red", "tab:orange", "tab:green", "tab:blue", "tab:purple", "tab:brown", "tab:pink", "tab:olive"]
+    finite = [e for e in eps_values if not math.isinf(e)]
     for i, eps in enumerate(eps_values):
-        color = "black" if math.isinf(eps) else cmap(i / max(1, len(eps_values)))
+        color = "black" if math.isinf(eps) else palette[finite.index(eps) % len(palette)]
         cur = lambda_curve(rows, eps, method=method)
         ok = cur["lam"] > 0
         lam, mean, std = cur["lam"][ok], cur["mean"][ok], cur["std"][ok]
@@ -259,7 +286,7 @@ def plot_lambda_sweep(rows: Sequence[Mapping[str, Any]], eps_values: Sequence[fl
         for m, ls in (("local", ":"), ("fedavg", "--")):
             t = table.get((m, float(eps)))
             if t is not None:
-                ax.axhline(t["mean"], color=color, ls=ls, lw=1)
+                ax.axhline(t["mean"], color=color, ls=ls, lw=1.2, alpha=0.8)
     ax.plot([], [], "k:", label="Local (λ=0)")
     ax.plot([], [], "k--", label="FedAvg")
     ax.set_xscale("log")
@@ -267,8 +294,9 @@ def plot_lambda_sweep(rows: Sequence[Mapping[str, Any]], eps_values: Sequence[fl
         ax.set_yscale("log")
     ax.set_xlabel("λ (MR-MTL regularization strength)")
     ax.set_ylabel(metric_label(rows[0]["result"]["metric"]))
-    ax.set_title(title or f"{data_label(rows)}\n{_settings(rows)}; ★ = best λ{note}", fontsize=10)
-    ax.legend(fontsize=8)
+    ax.set_title(title or f"{data_label(rows)}\n{_settings(rows)}; ★ = best λ; bands ±1 std over seeds{note}",
+                 fontsize=10)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
@@ -295,14 +323,15 @@ def plot_theory_vs_training(lams: np.ndarray, trained_mean: np.ndarray, trained_
     color = line.get_color()
     ax.errorbar(lams[pos], trained_mean[pos], yerr=2 * trained_se[pos], fmt="o", color=color, capsize=3,
                 label=f"trained MR-MTL (DP-SGD) ± 2 SE{label}")
-    ax.axvline(lam_star_theory, color=color, ls=":", lw=1)
+    ax.axvline(lam_star_theory, color=color, ls=":", lw=1, label="closed-form λ* = σ_loc²/τ²")
     if fedavg is not None:
-        ax.axhspan(fedavg[0] - 2 * fedavg[1], fedavg[0] + 2 * fedavg[1], color=color, alpha=0.12)
+        ax.axhspan(fedavg[0] - 2 * fedavg[1], fedavg[0] + 2 * fedavg[1], color="tab:orange", alpha=0.18,
+                   label="trained FedAvg ± 2 SE")
     if theory_fedavg is not None:
-        ax.axhline(theory_fedavg, color=color, ls="--", lw=1)
+        ax.axhline(theory_fedavg, color="tab:orange", ls="--", lw=1, label="closed-form FedAvg")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("λ")
+    ax.set_xlabel("λ (MR-MTL regularization strength, log scale)")
     ax.set_ylabel("estimation error E[(ŵ_k(λ) − w_k)²]")
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7)

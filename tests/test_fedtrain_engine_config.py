@@ -76,3 +76,23 @@ def test_bad_configs_raise(kw, match):
 def test_from_dict_rejects_unknown_fields():
     with pytest.raises(ValueError, match=r"unknown RunConfig field\(s\) \['lamda'\]"):
         RunConfig.from_dict({"dataset": "school", "method": "mrmtl", "lamda": 1.0})
+
+
+def test_validate_checks_config_against_data_without_training():
+    from fedtrain.data import load_dataset
+    from fedtrain.engine import validate
+    from fedtrain.sweep import run_sweep
+
+    data = load_dataset("gaussian", num_silos=4, n=30)
+    ok = RunConfig(dataset="gaussian", method="ifca", num_clusters=4, eps=1.0, rounds=2)
+    assert validate(ok, data) is None
+    with pytest.raises(ValueError, match="num_clusters must be <= the number of silos 4"):
+        validate(ok.replace(num_clusters=5), data)
+    with pytest.raises(ValueError, match="accountant must be 'rdp'"):
+        validate(ok.replace(accountant="pld"), data)
+    with pytest.raises(ValueError, match="delta"):
+        validate(ok.replace(delta=0.5), data)
+    # the sweep uses it on every configuration before anything trains
+    with pytest.raises(ValueError, match="num_clusters"):
+        run_sweep([ok, ok.replace(num_clusters=5)], data=data, runner=lambda cs, d: pytest.fail("trained"),
+                  progress=False)

@@ -69,7 +69,7 @@ def _draw_error_curve(ax, K, n, sigma, tau, eps, delta, c, *, title=True, nonpri
     if title:
         ax.set_title(f"τ = {tau:g}, σ_loc² = {s2:.3g}")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=8, loc="best")
     return s2, lam_star
 
 
@@ -91,7 +91,8 @@ def plot_error_curves_by_tau(taus: Sequence[float] = DEFAULT_TAUS, K: int = 20, 
     """One E(λ) panel per heterogeneity τ (the paper's three levels by default)."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(taus), figsize=(5 * len(taus), 4.3), constrained_layout=True)
+    # one panel per row: side by side, three panels shrink to unreadable text in the book's column
+    fig, axes = plt.subplots(len(taus), 1, figsize=(7.5, 3.6 * len(taus)), constrained_layout=True)
     for ax, tau in zip(np.atleast_1d(axes), taus):
         _draw_error_curve(ax, K, n, sigma, tau, eps, delta, c)
     fig.suptitle(f"MR-MTL error E(λ): K = {K}, n = {n}, σ = {sigma:g}, ε = {eps:g}, δ = {delta:g}, c = {c:g}")
@@ -109,9 +110,9 @@ def plot_monte_carlo_check(results: Mapping[float, MonteCarloResult], K: int = 2
     import matplotlib.pyplot as plt
 
     taus = list(results)
-    fig, axes = plt.subplots(1, len(taus), figsize=(5 * len(taus), 4.2), constrained_layout=True, squeeze=False)
+    fig, axes = plt.subplots(len(taus), 1, figsize=(7.5, 3.4 * len(taus)), constrained_layout=True, squeeze=False)
     s2 = _sigma_loc2(n, sigma, eps, delta, c)
-    for ax, tau in zip(axes[0], taus):
+    for ax, tau in zip(axes[:, 0], taus):
         res = results[tau]
         finite = res.lambdas[np.isfinite(res.lambdas) & (res.lambdas > 0)]
         lo, hi = finite.min() / 3, finite.max() * 3
@@ -125,13 +126,13 @@ def plot_monte_carlo_check(results: Mapping[float, MonteCarloResult], K: int = 2
                 xe = lo if lam_end == 0 else hi
                 ax.plot([xe], [mse(lam_end, s2, tau**2, K)], "s", mfc="none", mec="tab:blue", ms=9)
                 ax.annotate(name, (xe, mse(lam_end, s2, tau**2, K)), textcoords="offset points", xytext=(0, 8),
-                            ha="center", fontsize=7)
+                            ha="center", fontsize=8)
         lam_star = optimal_lambda(s2, tau**2)
         ax.axvline(lam_star, color="k", lw=0.8, alpha=0.5, label=f"λ* = {lam_star:.3g}")
         ax.set(xscale="log", yscale="log", xlabel="λ (λ = 0 and ∞ at the edges)", ylabel="mean squared error",
                title=f"τ = {tau:g}")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8, loc="best")
     fig.suptitle(f"Monte Carlo of the full model vs Lemma 6.7: K = {K}, n = {n}, σ = {sigma:g}, "
                  f"ε = {eps:g}, δ = {delta:g}")
     return fig
@@ -152,7 +153,7 @@ def plot_gaps_vs_eps(K: int = 20, n: int = 200, sigma: float = 0.4, tau: float =
     dl, df = gap_to_local(s2, tau**2, K), gap_to_fedavg(s2, tau**2, K)
     best = np.minimum(dl, df)
     eps_x = crossover_epsilon(sigma**2, tau**2, n, delta, c)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.3), constrained_layout=True)
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9.5, 8.4), constrained_layout=True, sharex=True)
     ax1.plot(eps, dl, color="tab:red", label="Δ_loc = E_loc − E* (Prop. 6.5)")
     ax1.plot(eps, df, color="tab:green", label="Δ_fed = E_fed − E* (Prop. 6.6)")
     ax1.plot(eps, best, color="tab:purple", lw=3, alpha=0.6,
@@ -168,7 +169,7 @@ def plot_gaps_vs_eps(K: int = 20, n: int = 200, sigma: float = 0.4, tau: float =
         ax.set_xscale("log")
         ax.set_xlabel("privacy budget ε per silo (log scale)")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax1.set(yscale="log", ylim=(best.max() / 1e3, None), ylabel="error gap (mean squared error, log scale)",
             title="advantage of optimal MR-MTL: the bump at ε×")
     ax2.set(yscale="log", ylabel="mean squared error", title="errors of the three estimators")
@@ -214,5 +215,5 @@ def plot_heterogeneous(sigma_loc2: Sequence[float], tau: float, result: MonteCar
            title=f"Heterogeneous silos (App. E.5), K = {K}, τ = {tau:g}\n★ = λ*_k (Theorem E.5)"
                  + ("; points: Monte Carlo ±2 SE" if result is not None else ""))
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fedtheory.figures.tables import markdown_table  # re-exported: the chapter imports it from here
 from fedtheory.privacy.dpsgd import ACCOUNTANTS, epsilon
 from fedtheory.privacy.rdp import DEFAULT_ORDERS, rdp_to_epsilon, subsampled_gaussian_rdp
 
@@ -38,9 +39,18 @@ def plot_epsilon_vs_noise_and_steps(sample_rate: float = 0.01, steps: int = 1000
             ylabel=f"ε at δ = {delta:g}", title=f"T = {steps} steps, q = {sample_rate:g}")
     ax2.set(xscale="log", yscale="log", xlabel="DP-SGD steps T", ylabel=f"ε at δ = {delta:g}",
             title=f"σ = {noise_multiplier:g}, q = {sample_rate:g}")
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
+
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    ax1.xaxis.set_major_locator(FixedLocator([0.5, 1, 2, 4]))
+    ax2.xaxis.set_major_locator(LogLocator(base=10))
     for ax in (ax1, ax2):
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(plain)
+            axis.set_minor_formatter(NullFormatter())
         ax.grid(True, which="both", alpha=0.3)
-    ax1.legend(fontsize=8)
+    ax1.legend(fontsize=9)
     fig.suptitle("DP-SGD privacy loss, Poisson sampling, add/remove-one adjacency")
     return fig
 
@@ -57,11 +67,3 @@ def accountant_table(noise_multiplier: float, sample_rate: float, delta: float, 
             for t in steps_list]
     return table
 
-
-def markdown_table(headers, rows, fmt: str = "{:.4g}") -> str:
-    """A GitHub-markdown table; floats formatted with ``fmt``."""
-    def cell(x):
-        return fmt.format(x) if isinstance(x, (float, np.floating)) else str(x)
-    lines = ["| " + " | ".join(map(str, headers)) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(cell(x) for x in row) + " |" for row in rows]
-    return "\n".join(lines)

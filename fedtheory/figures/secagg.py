@@ -15,6 +15,8 @@ from typing import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from fedtheory.privacy.secagg import CALIBRATIONS, noise_share, total_noise_multiplier
 
@@ -58,9 +60,30 @@ def _panel_vs_S(ax, M, S_values, R, q, eps, delta, accountants, calibrations=CAL
                     label=f"{LABELS[c]}, {acc.upper()}")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    _plain_log_ticks(ax.xaxis, S_values)
+    _plain_log_ticks(ax.yaxis)
     ax.set_xlabel("local steps per round S")
     ax.set_ylabel("per-client, per-step noise multiplier σ_j")
     ax.grid(True, which="both", alpha=0.3)
+
+
+def _plain_log_ticks(axis, ticks: Sequence[float] | None = None) -> None:
+    """Label a log axis with plain numbers (1, 2, 5, 10, ...) instead of powers of ten."""
+    if ticks is None:
+        ticks = [m * 10.0**e for e in range(-3, 4) for m in (1, 2, 5)]
+    axis.set_major_locator(FixedLocator(sorted(set(float(t) for t in ticks))))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _two_legends(ax, calibrations, accountants) -> None:
+    """Colour = calibration, line style = accountant: two short legends instead of one per curve."""
+    colour = [Line2D([], [], color=COLORS[c], lw=2, label=LABELS[c]) for c in calibrations]
+    style = [Line2D([], [], color="k", ls=STYLES[a], marker=MARKERS[a], ms=4, label=a.upper())
+             for a in accountants]
+    ax.figure.legend(handles=colour, fontsize=8, loc="lower center", ncol=2, title="calibration (colour)",
+                     title_fontsize=8)
+    ax.legend(handles=style, fontsize=8, loc="lower right", title="accountant (line style)", title_fontsize=8)
 
 
 def plot_noise_vs_steps(M: int = FMNIST["M"], R: int = FMNIST["R"], sample_rate: float = FMNIST["sample_rate"],
@@ -71,7 +94,7 @@ def plot_noise_vs_steps(M: int = FMNIST["M"], R: int = FMNIST["R"], sample_rate:
 
     PRV calibrations take seconds each, so the PRV accountant is evaluated only at ``prv_S_values``.
     """
-    fig, ax = plt.subplots(figsize=(8.5, 5.2))
+    fig, ax = plt.subplots(figsize=(8.5, 6.2))
     for acc in accountants:
         Ss = list(prv_S_values) if acc == "prv" else list(S_values)
         _panel_vs_S(ax, M, Ss, R, sample_rate, eps, delta, (acc,))
@@ -80,15 +103,16 @@ def plot_noise_vs_steps(M: int = FMNIST["M"], R: int = FMNIST["R"], sample_rate:
                 ha="right", color="grey")
     ax.set_title(f"Per-client noise for ({eps:g}, {delta:g})-DP, add/remove, sample-level: "
                  f"M={M}, R={R}, q={sample_rate:.4f}", fontsize=10)
-    ax.legend(fontsize=7, ncol=2, loc="upper left")
-    fig.tight_layout()
+    _plain_log_ticks(ax.xaxis, sorted(set(S_values) | set(prv_S_values)))
+    _two_legends(ax, CALIBRATIONS, accountants)
+    fig.tight_layout(rect=(0, 0.13, 1, 1))
     return fig
 
 
 def plot_widget(M: int = 10, S: int = 11, eps: float = 1.0, accountant: str = "rdp", R: int = 20,
                 sample_rate: float = FMNIST["sample_rate"], delta: float = 1e-5) -> plt.Figure:
     """Two panels for the sliders: σ_j against S (at M) and against M (at S), one accountant."""
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.4))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4.6))
     S_values = sorted({1, 2, 4, 8, 16, 32, int(S)})
     _panel_vs_S(a1, M, S_values, R, sample_rate, eps, delta, (accountant,))
     a1.axvline(S, color="grey", lw=0.8)
@@ -100,12 +124,13 @@ def plot_widget(M: int = 10, S: int = 11, eps: float = 1.0, accountant: str = "r
     a2.axvline(M, color="grey", lw=0.8)
     a2.set_xscale("log")
     a2.set_yscale("log")
+    _plain_log_ticks(a2.xaxis, [2, 5, 10, 20, 50, 100])
+    _plain_log_ticks(a2.yaxis)
     a2.set_xlabel("clients per round M")
     a2.set_ylabel("per-client, per-step noise multiplier σ_j")
     a2.set_title(f"S = {S} local steps", fontsize=10)
     a2.grid(True, which="both", alpha=0.3)
-    a2.legend(fontsize=7)
-    a1.legend().remove() if a1.get_legend() else None
+    a2.legend(fontsize=8, loc="lower left")
     fig.suptitle(f"({eps:g}, {delta:g})-DP sample-level, add/remove; R={R}, q={sample_rate:.4f}; "
                  f"accountant {accountant.upper()}", fontsize=10)
     fig.tight_layout()

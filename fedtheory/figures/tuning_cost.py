@@ -119,8 +119,8 @@ def plot_panel(ax, settings: list[Setting], tau: float, *, show_sim: bool = True
     u = settings[1]
     ax.axhline(u.local, color="tab:red", ls=":", lw=1)
     ax.axhline(u.fedavg, color="tab:red", ls="-.", lw=1)
-    ax.annotate("private local (λ=0)", (settings[0].lambdas[0], u.local), fontsize=7, va="bottom", color="tab:red")
-    ax.annotate("private FedAvg (λ=∞)", (settings[0].lambdas[0], u.fedavg), fontsize=7, va="top", color="tab:red")
+    ax.annotate("private local (λ=0)", (settings[0].lambdas[0], u.local), fontsize=8, va="bottom", color="tab:red")
+    ax.annotate("private FedAvg (λ=∞)", (settings[0].lambdas[0], u.fedavg), fontsize=8, va="top", color="tab:red")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("MR-MTL regularization λ")
@@ -128,17 +128,19 @@ def plot_panel(ax, settings: list[Setting], tau: float, *, show_sim: bool = True
     ax.set_title(f"τ = {tau:g}")
     ax.grid(True, which="major", alpha=0.3)
     if legend:
-        ax.legend(fontsize=7, loc="best")
+        ax.legend(fontsize=8, loc="best")
 
 
 def plot_fig7(taus: Sequence[float] = PAPER["taus"], *, trials: int = 500, seed: int = 0, **kw) -> plt.Figure:
     """Static Fig. 7: one panel per τ, closed form (lines) and simulation (markers ± 2 SE)."""
-    fig, axes = plt.subplots(1, len(taus), figsize=(5.2 * len(taus), 4.4), squeeze=False)
-    for ax, tau in zip(axes[0], taus):
-        plot_panel(ax, curves(tau, trials=trials, seed=seed, **kw), tau, legend=(ax is axes[0][0]))
+    # one panel per row (side by side they shrink to unreadable text); one legend, right of the top panel
+    fig, axes = plt.subplots(len(taus), 1, figsize=(9.5, 3.6 * len(taus)), squeeze=False)
+    for ax, tau in zip(axes[:, 0], taus):
+        plot_panel(ax, curves(tau, trials=trials, seed=seed, **kw), tau, legend=False)
+    axes[0, 0].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     eps = kw.get("eps", PAPER["eps"])
     m = kw.get("mean_runs", PAPER["mean_runs"])
-    fig.suptitle(f"Cost of private tuning of λ: K=20, n=200, σ=0.4, (ε, δ)=({eps:g}, 1e-5), c=1, E[h]={m:g}; "
+    fig.suptitle(f"Cost of private tuning of λ: K=20, n=200, σ=0.4, (ε, δ)=({eps:g}, 1e-5), c=1, E[h]={m:g}\n"
                  f"lines: Lemma 6.7, markers: {trials}-trial simulation ± 2 SE", fontsize=10)
     fig.tight_layout()
     return fig

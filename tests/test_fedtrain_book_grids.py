@@ -1,0 +1,93 @@
+"""The book's paper-scale path (``make book FULL=1``): the FULL grids expand to the paper's settings, and an
+interrupted paper-scale sweep resumes from the results store.  Nothing here trains (fake runners)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from fedtrain.config import LAMBDA_GRID, LR_GRID, PAPER_DEFAULTS
+from fedtrain.data import load_dataset
+from fedtrain.results import ResultsStore
+from fedtrain.sweep import REDUCED, REDUCED_EPS, book_grid, full_scale, run_sweep
+
+DATASETS = ("school", "vehicle-standin", "gleam-standin")
+
+
+def _paper(ds):
+    return PAPER_DEFAULTS[ds.split("-")[0]]
+
+
+@pytest.mark.parametrize("ds", DATASETS)
+@pytest.mark.parametrize("fig", ("fig2", "fig3", "fig4", "fig5"))
+def test_full_grids_have_the_papers_settings(fig, ds):
+    grid = book_grid(fig, ds, full=True)
+    paper = _paper(ds)
+    assert {c.seed for c in grid} == {0, 1, 2, 3, 4}  # 5 seeds (App. C.4)
+    assert {c.rounds for c in grid} == {paper["rounds"]}
+    assert {(c.batch_size, c.clip, c.delta) for c in grid} == {(paper["batch_size"], paper["clip"], paper["delta"])}
+    assert {c.local_epochs for c in grid} == {1}
+    lrs = {c.lr for c in grid}
+    assert lrs <= set(LR_GRID)
+    if fig == "fig2" or (fig == "fig5" and ds == "school"):
+        assert lrs == {0.01}  # Figs. 2 and A2 fix eta = 0.01; School's lambda panels use it too
+    else:
+        assert lrs == {0.01, 0.03, 0.1}  # the middle of the paper's grid (hours, not days, of CPU)
+    for m in ("mrmtl", "ditto", "mocha"):
+        lams = {c.lam for c in grid if c.method == m}
+        if lams:
+            assert lams == set(LAMBDA_GRID)  # the paper's lambda grid for MR-MTL, Ditto, Mocha
+    eps = {c.eps for c in grid}
+    assert math.inf in eps
+    if ds == "school" and fig != "fig2":
+        assert {1.0, 2.0, 3.0, 4.0, 6.0, 8.0} <= eps  # Fig. A4's levels
+    if fig == "fig3":
+        methods = {c.method for c in grid}
+        assert methods == {"local", "fedavg", "finetune", "mrmtl", "ditto", "mocha", "ifca"}
+        assert {c.select_frac for c in grid if c.method == "ifca"} == {0.1}  # "IFCA (10%)"
+    if fig == "fig4":
+        assert {c.select_frac for c in grid if c.method == "ifca"} == {1.0}  # selection every round
+    assert len({c.key() for c in grid}) == len(grid)
+
+
+def test_reduced_grids_and_environment(monkeypatch):
+    for ds in DATASETS:
+        for fig in ("fig2", "fig3", "fig4", "fig5"):
+            grid = book_grid(fig, ds, full=False)
+            red = REDUCED[ds]
+            assert {c.rounds for c in grid} == {red["rounds"]} and {c.lr for c in grid} == {red["lr"]}
+            assert {c.seed for c in grid} == set(red["seeds"])
+        if ds in REDUCED_EPS:
+            assert {c.eps for c in book_grid("fig5", ds, full=False)} == set(REDUCED_EPS[ds])
+    monkeypatch.setenv("FEDBOOK_FULL", "1")
+    assert full_scale() and book_grid("fig5", "school") == book_grid("fig5", "school", full=True)
+    monkeypatch.setenv("FEDBOOK_FULL", "0")
+    assert not full_scale() and book_grid("fig5", "school") == book_grid("fig5", "school", full=False)
+
+
+def test_interrupted_full_sweep_resumes_from_the_store(tmp_path):
+    grid = book_grid("fig5", "vehicle-standin", full=True)
+    data = load_dataset("vehicle-standin")
+    assert len(grid) > 500
+    done: list[str] = []
+
+    def interrupted(cs, d):
+        if len(done) >= 100:
+            raise KeyboardInterrupt("stopped mid-sweep")
+        done.extend(c.key() for c in cs)
+        return [{"metric": "accuracy", "test_metric": 0.5} for _ in cs]
+
+    store = ResultsStore(tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(grid, store=store, data=data, runner=interrupted, chunk_size=50, progress=False)
+    assert len(done) == 100 and sorted(store.keys()) == sorted(done)  # both finished chunks were stored
+
+    rest: list[str] = []
+
+    def resumed(cs, d):
+        rest.extend(c.key() for c in cs)
+        return [{"metric": "accuracy", "test_metric": 0.5} for _ in cs]
+
+    rows = run_sweep(grid, store=store, data=data, runner=resumed, chunk_size=50, progress=False)
+    assert set(rest) == {c.key() for c in grid} - set(done) and len(rest) == len(grid) - 100  # nothing redone
+    assert [r["key"] for r in rows] == [c.key() for c in grid] and len(store) == len(grid)
