@@ -250,7 +250,12 @@ def plot_privacy_utility(rows: Sequence[Mapping[str, Any]], *, title: str | None
     ax.set_ylabel(metric_label(rows[0]["result"]["metric"]))
     ax.set_title(title or f"{data_label(rows)}\n{_settings(rows)}; λ, η tuned per point; mean ± std over seeds{note}",
                  fontsize=10)
-    ax.legend(fontsize=8, loc="best", framealpha=0.85)
+    if len(labels) > 4:  # many methods: the legend goes beside the axes so that it hides no data
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+        if fig is not None:
+            fig.set_size_inches(8.8, 4.4)
+    else:
+        ax.legend(fontsize=8, loc="best", framealpha=0.85)
     ax.grid(alpha=0.3)
     if fig is not None:
         fig.tight_layout()

@@ -89,3 +89,26 @@ def test_figure_widget_draws_once_and_redraws():
     box.children[0].value = 1.5
     assert calls[-1] == 1.5
     assert plt.get_fignums() == []  # figures are closed after display
+
+
+def test_figure_widget_puts_initial_values_on_the_slider_grid():
+    import math
+
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+
+    from fedtheory.widgets import figure_widget
+
+    def plot(tau: float, sigma: float):
+        fig, ax = plt.subplots()
+        ax.plot([0, 1], [tau, sigma])
+        return fig
+
+    tau = widgets.FloatLogSlider(value=0.08, base=10, min=-2.5, max=0, step=0.05)
+    sigma = widgets.FloatSlider(value=0.42, min=0.05, max=2.0, step=0.05)
+    figure_widget(plot, tau=tau, sigma=sigma)
+    # the browser snaps to min + k*step: the initial value must be such a point (within float error)
+    k = (math.log10(tau.value) - tau.min) / tau.step
+    assert abs(k - round(k)) < 1e-9 and tau.value == 0.08 and -2.55 < tau.min <= -2.45
+    k = (sigma.value - sigma.min) / sigma.step
+    assert abs(k - round(k)) < 1e-9 and sigma.value == 0.42

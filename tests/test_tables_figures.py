@@ -28,3 +28,19 @@ def test_pipes_in_latex_do_not_split_cells_and_long_expressions_are_summarised()
 def test_display_checks_and_markdown_table():
     assert display_checks([compare("c", x, x)]).data.startswith("1 check: 1 equal")
     assert markdown_table(["a", "b"], [[1, 0.123456]]).splitlines() == ["| a | b |", "|---|---|", "| 1 | 0.1235 |"]
+
+
+def test_markdown_table_per_column_formats_missing_cells_and_errors():
+    import numpy as np
+    import pytest
+
+    from fedtheory.figures.tables import display_table
+
+    lines = markdown_table(["η", "γ", "ε"], [["0", 0.123456, float("nan")], ["a|b", None, np.float64(0.25)]],
+                           fmt=[None, "{:.3f}", "{:.2f}"]).splitlines()
+    assert lines[2] == "| 0 | 0.123 | – |" and lines[3] == r"| a\|b | – | 0.25 |"
+    with pytest.raises(ValueError, match="one per column"):
+        markdown_table(["a", "b"], [[1, 2]], fmt=["{:.2f}"])
+    with pytest.raises(ValueError, match="2 cells"):
+        markdown_table(["a", "b"], [[1]])
+    assert display_table(["a"], [[0.5]], "{:.1f}").data.endswith("| 0.5 |")

@@ -153,7 +153,7 @@ def plot_gaps_vs_eps(K: int = 20, n: int = 200, sigma: float = 0.4, tau: float =
     dl, df = gap_to_local(s2, tau**2, K), gap_to_fedavg(s2, tau**2, K)
     best = np.minimum(dl, df)
     eps_x = crossover_epsilon(sigma**2, tau**2, n, delta, c)
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9.5, 8.4), constrained_layout=True, sharex=True)
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 10), constrained_layout=True, sharex=True)
     ax1.plot(eps, dl, color="tab:red", label="Δ_loc = E_loc − E* (Prop. 6.5)")
     ax1.plot(eps, df, color="tab:green", label="Δ_fed = E_fed − E* (Prop. 6.6)")
     ax1.plot(eps, best, color="tab:purple", lw=3, alpha=0.6,
@@ -168,8 +168,10 @@ def plot_gaps_vs_eps(K: int = 20, n: int = 200, sigma: float = 0.4, tau: float =
             ax.axvspan(1.0, eps_max, color="0.9", zorder=0, label="ε ≥ 1: classic calibration not a guarantee")
         ax.set_xscale("log")
         ax.set_xlabel("privacy budget ε per silo (log scale)")
+        ax.xaxis.set_tick_params(labelbottom=True)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+        # legend under the panel (not beside it) so that the panel keeps the full figure width
+        ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     ax1.set(yscale="log", ylim=(best.max() / 1e3, None), ylabel="error gap (mean squared error, log scale)",
             title="advantage of optimal MR-MTL: the bump at ε×")
     ax2.set(yscale="log", ylabel="mean squared error", title="errors of the three estimators")

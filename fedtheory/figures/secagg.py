@@ -26,8 +26,9 @@ __all__ = ["FMNIST", "noise_curves", "plot_noise_vs_steps", "plot_widget"]
 #: per client (one epoch = 11 steps), target (1, 1e-5), add/remove adjacency, sample-level DP.
 FMNIST = dict(M=10, R=20, S=11, sample_rate=512 / 5600, eps=1.0, delta=1e-5)
 
-LABELS = {"ddp": "DDP, honest clients (σ_total/√M)", "ddp_hbc": "DDP, curious clients (σ_total/√(M-1))",
-          "ldp": "local DP only (σ_total)", "naive": "naive DDP (sensitivity S·C per round)"}
+LABELS = {"ddp": r"DDP, honest clients ($\sigma_{total}/\sqrt{M}$)",
+          "ddp_hbc": r"DDP, curious clients ($\sigma_{total}/\sqrt{M-1}$)",
+          "ldp": r"local DP only ($\sigma_{total}$)", "naive": "naive DDP (sensitivity S·C per round)"}
 COLORS = {"ddp": "tab:green", "ddp_hbc": "tab:olive", "ldp": "tab:blue", "naive": "tab:red"}
 STYLES = {"rdp": "-", "pld": "--", "prv": ":"}
 MARKERS = {"rdp": "o", "pld": "s", "prv": "^"}
@@ -63,7 +64,7 @@ def _panel_vs_S(ax, M, S_values, R, q, eps, delta, accountants, calibrations=CAL
     _plain_log_ticks(ax.xaxis, S_values)
     _plain_log_ticks(ax.yaxis)
     ax.set_xlabel("local steps per round S")
-    ax.set_ylabel("per-client, per-step noise multiplier σ_j")
+    ax.set_ylabel(r"per-client, per-step noise multiplier $\sigma_j$")
     ax.grid(True, which="both", alpha=0.3)
 
 
@@ -81,9 +82,9 @@ def _two_legends(ax, calibrations, accountants) -> None:
     colour = [Line2D([], [], color=COLORS[c], lw=2, label=LABELS[c]) for c in calibrations]
     style = [Line2D([], [], color="k", ls=STYLES[a], marker=MARKERS[a], ms=4, label=a.upper())
              for a in accountants]
-    ax.figure.legend(handles=colour, fontsize=8, loc="lower center", ncol=2, title="calibration (colour)",
-                     title_fontsize=8)
-    ax.legend(handles=style, fontsize=8, loc="lower right", title="accountant (line style)", title_fontsize=8)
+    ax.figure.legend(handles=colour, fontsize=9, loc="lower center", ncol=2, title="calibration (colour)",
+                     title_fontsize=9)
+    ax.legend(handles=style, fontsize=9, loc="lower right", title="accountant (line style)", title_fontsize=9)
 
 
 def plot_noise_vs_steps(M: int = FMNIST["M"], R: int = FMNIST["R"], sample_rate: float = FMNIST["sample_rate"],
@@ -94,12 +95,12 @@ def plot_noise_vs_steps(M: int = FMNIST["M"], R: int = FMNIST["R"], sample_rate:
 
     PRV calibrations take seconds each, so the PRV accountant is evaluated only at ``prv_S_values``.
     """
-    fig, ax = plt.subplots(figsize=(8.5, 6.2))
+    fig, ax = plt.subplots(figsize=(7.5, 6.2))
     for acc in accountants:
         Ss = list(prv_S_values) if acc == "prv" else list(S_values)
         _panel_vs_S(ax, M, Ss, R, sample_rate, eps, delta, (acc,))
     ax.axvline(FMNIST["S"], color="grey", lw=0.8)
-    ax.annotate("1 epoch (S = 11)", (FMNIST["S"], ax.get_ylim()[0]), rotation=90, fontsize=8, va="bottom",
+    ax.annotate("1 epoch (S = 11)", (FMNIST["S"], ax.get_ylim()[0]), rotation=90, fontsize=9, va="bottom",
                 ha="right", color="grey")
     ax.set_title(f"Per-client noise for ({eps:g}, {delta:g})-DP, add/remove, sample-level: "
                  f"M={M}, R={R}, q={sample_rate:.4f}", fontsize=10)
@@ -112,7 +113,7 @@ def plot_noise_vs_steps(M: int = FMNIST["M"], R: int = FMNIST["R"], sample_rate:
 def plot_widget(M: int = 10, S: int = 11, eps: float = 1.0, accountant: str = "rdp", R: int = 20,
                 sample_rate: float = FMNIST["sample_rate"], delta: float = 1e-5) -> plt.Figure:
     """Two panels for the sliders: σ_j against S (at M) and against M (at S), one accountant."""
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4.6))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 4.6))
     S_values = sorted({1, 2, 4, 8, 16, 32, int(S)})
     _panel_vs_S(a1, M, S_values, R, sample_rate, eps, delta, (accountant,))
     a1.axvline(S, color="grey", lw=0.8)
@@ -127,11 +128,12 @@ def plot_widget(M: int = 10, S: int = 11, eps: float = 1.0, accountant: str = "r
     _plain_log_ticks(a2.xaxis, [2, 5, 10, 20, 50, 100])
     _plain_log_ticks(a2.yaxis)
     a2.set_xlabel("clients per round M")
-    a2.set_ylabel("per-client, per-step noise multiplier σ_j")
+    a2.set_ylabel(r"per-client, per-step noise multiplier $\sigma_j$")
     a2.set_title(f"S = {S} local steps", fontsize=10)
     a2.grid(True, which="both", alpha=0.3)
-    a2.legend(fontsize=8, loc="lower left")
+    # one legend under both panels: inside a panel it would cover the curves that cross it
+    fig.legend(handles=a2.get_lines()[:len(CALIBRATIONS)], fontsize=9, loc="lower center", ncol=2)
     fig.suptitle(f"({eps:g}, {delta:g})-DP sample-level, add/remove; R={R}, q={sample_rate:.4f}; "
                  f"accountant {accountant.upper()}", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
     return fig

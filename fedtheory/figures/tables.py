@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import sympy as sp
 
-__all__ = ["checks_markdown", "display_checks", "markdown_table"]
+__all__ = ["checks_markdown", "display_checks", "display_table", "markdown_table"]
 
 #: Expressions whose LaTeX is longer than this are summarised instead of printed in a table cell.
 MAX_LATEX_CHARS = 400
@@ -85,10 +85,35 @@ def display_checks(checks: Iterable, **kwargs):
     return Markdown(checks_markdown(checks, **kwargs))
 
 
-def markdown_table(headers: Sequence, rows: Iterable[Sequence], fmt: str = "{:.4g}") -> str:
-    """A Markdown table; floats are formatted with ``fmt``, everything else with ``str``."""
-    def cell(x):
-        return fmt.format(x) if isinstance(x, (float, np.floating)) else str(x)
+def markdown_table(headers: Sequence, rows: Iterable[Sequence], fmt="{:.4g}") -> str:
+    """A Markdown table; floats are formatted with ``fmt``, everything else with ``str``.
+
+    ``fmt`` is one format string for every column or a sequence with one per column (``None`` keeps the
+    default ``"{:.4g}"``).  ``None`` and NaN cells are shown as an en dash.  Cells may hold Markdown and
+    ``$...$`` math; a bare ``|`` in a cell is escaped so that it does not split the row.
+    """
+    headers = list(headers)
+    fmts = [fmt] * len(headers) if isinstance(fmt, str) else [f or "{:.4g}" for f in fmt]
+    if len(fmts) != len(headers):
+        raise ValueError(f"fmt must be one format string or one per column ({len(headers)}), got {len(fmts)}")
+
+    def cell(x, f):
+        if x is None or (isinstance(x, (float, np.floating)) and np.isnan(x)):
+            return "–"
+        text = f.format(x) if isinstance(x, (float, np.floating)) else str(x)
+        return re.sub(r"(?<!\\)\|", r"\\|", text)
+
     lines = ["| " + " | ".join(map(str, headers)) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(cell(x) for x in row) + " |" for row in rows]
+    for row in rows:
+        row = list(row)
+        if len(row) != len(headers):
+            raise ValueError(f"every row must have {len(headers)} cells (one per header), got {len(row)}: {row}")
+        lines.append("| " + " | ".join(cell(x, f) for x, f in zip(row, fmts)) + " |")
     return "\n".join(lines)
+
+
+def display_table(headers: Sequence, rows: Iterable[Sequence], fmt="{:.4g}"):
+    """:func:`markdown_table` wrapped in ``IPython.display.Markdown`` (for ``display(...)`` in a notebook)."""
+    from IPython.display import Markdown
+
+    return Markdown(markdown_table(headers, rows, fmt))

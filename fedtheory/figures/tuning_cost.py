@@ -19,7 +19,7 @@ import numpy as np
 from fedtheory.mean_estimation import local_variance, mse, optimal_lambda, simulate
 from fedtheory.privacy.tuning import tuned_noise_multiplier
 
-__all__ = ["PAPER", "Setting", "curves", "summary", "plot_panel", "plot_fig7", "plot_widget", "plot_run_distributions"]
+__all__ = ["PAPER", "Setting", "pretty_label", "curves", "summary", "plot_panel", "plot_fig7", "plot_widget", "plot_run_distributions"]
 
 #: Fig. 7 settings (MR-MTL paper App. F and its released code).
 PAPER = dict(K=20, n=200, sigma=0.4, eps=0.25, delta=1e-5, clip=1.0, mean_runs=10.0,
@@ -44,6 +44,15 @@ class Setting:
     def best(self) -> float:
         """Lowest error over the λ grid (what perfect tuning would find)."""
         return float(self.error.min())
+
+
+def pretty_label(label: str) -> str:
+    """Reader-facing form of a setting's key: ``"Tuned, TNB eta=0"`` → ``"Tuned, TNB η=0"``.
+
+    Keys (``Setting.label``, :func:`fedtheory.privacy.tuning.calibration_table` labels) stay ASCII so that
+    code can index by them; legends and tables show this form.
+    """
+    return label.replace("eta=", "η=").replace("mu=", "μ=")
 
 
 def _settings_for(etas, poisson, eps, delta, mean_runs):
@@ -110,7 +119,7 @@ def plot_panel(ax, settings: list[Setting], tau: float, *, show_sim: bool = True
         else:
             style = dict(color=cmap(0.9 * (k - 2) / max(len(tuned) - 1, 1)), lw=1.3,
                          ls="--" if "Poisson" in s.label else "-")
-        ax.plot(s.lambdas, s.error, label=s.label, **style)
+        ax.plot(s.lambdas, s.error, label=pretty_label(s.label), **style)
         if show_sim and s.sim is not None:
             lam = s.sim.lambdas[1:-1]
             idx = np.unique(np.linspace(0, lam.size - 1, 9).round().astype(int))
@@ -119,8 +128,10 @@ def plot_panel(ax, settings: list[Setting], tau: float, *, show_sim: bool = True
     u = settings[1]
     ax.axhline(u.local, color="tab:red", ls=":", lw=1)
     ax.axhline(u.fedavg, color="tab:red", ls="-.", lw=1)
-    ax.annotate("private local (λ=0)", (settings[0].lambdas[0], u.local), fontsize=8, va="bottom", color="tab:red")
-    ax.annotate("private FedAvg (λ=∞)", (settings[0].lambdas[0], u.fedavg), fontsize=8, va="top", color="tab:red")
+    # local at the left end, FedAvg at the right end: the two labels stay apart where the levels coincide
+    ax.annotate("private local (λ=0)", (settings[0].lambdas[0], u.local), fontsize=9, va="bottom", color="tab:red")
+    ax.annotate("private FedAvg (λ=∞)", (settings[0].lambdas[-1], u.fedavg), fontsize=9, va="bottom", ha="right",
+                color="tab:red")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("MR-MTL regularization λ")
@@ -134,15 +145,17 @@ def plot_panel(ax, settings: list[Setting], tau: float, *, show_sim: bool = True
 def plot_fig7(taus: Sequence[float] = PAPER["taus"], *, trials: int = 500, seed: int = 0, **kw) -> plt.Figure:
     """Static Fig. 7: one panel per τ, closed form (lines) and simulation (markers ± 2 SE)."""
     # one panel per row (side by side they shrink to unreadable text); one legend, right of the top panel
-    fig, axes = plt.subplots(len(taus), 1, figsize=(9.5, 3.6 * len(taus)), squeeze=False)
+    # one panel per row, one legend under the last panel: beside the panels it would squeeze them
+    fig, axes = plt.subplots(len(taus), 1, figsize=(8, 3.4 * len(taus) + 1.2), squeeze=False)
     for ax, tau in zip(axes[:, 0], taus):
         plot_panel(ax, curves(tau, trials=trials, seed=seed, **kw), tau, legend=False)
-    axes[0, 0].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=9, loc="lower center", ncol=3)
     eps = kw.get("eps", PAPER["eps"])
     m = kw.get("mean_runs", PAPER["mean_runs"])
     fig.suptitle(f"Cost of private tuning of λ: K=20, n=200, σ=0.4, (ε, δ)=({eps:g}, 1e-5), c=1, E[h]={m:g}\n"
                  f"lines: Lemma 6.7, markers: {trials}-trial simulation ± 2 SE", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 1.1 / (3.4 * len(taus) + 1.2), 1, 1))
     return fig
 
 
