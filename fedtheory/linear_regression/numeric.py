@@ -110,6 +110,16 @@ def _var_B(r, group, N1, N2, a2, t2, g1, g2, s1, s2, own_noise_removed):
     return vb, wg
 
 
+def _client_terms(r, group, N1, N2, alpha2, tau2, gamma1_2, gamma2_2, own_noise_removed):
+    """Validate ``r`` and the model, and return ``(V_B, w_g, α²)`` for a client of ``group``."""
+    r = check_nonnegative("r", r)
+    p = _params(N1, N2, alpha2, tau2, gamma1_2, gamma2_2, group)
+    if np.any(p[0] + p[1] * r == 0):
+        raise ValueError("r must be > 0 when N1 = 0 (all weights would vanish)")
+    vb, wg = _var_B(r, group, *p, own_noise_removed)
+    return vb, wg, p[2]
+
+
 def local_error(lam, r, group, N1, N2, alpha2, tau2, gamma1_2, gamma2_2, *, own_noise_removed=True):
     """Expected squared error per coordinate of a client's FedHDP estimate, any λ and any r.
 
@@ -123,12 +133,7 @@ def local_error(lam, r, group, N1, N2, alpha2, tau2, gamma1_2, gamma2_2, *, own_
     means "use the global model".
     """
     lam = check_nonnegative("lam", lam)
-    r = check_nonnegative("r", r)
-    p = _params(N1, N2, alpha2, tau2, gamma1_2, gamma2_2, group)
-    if np.any(p[0] + p[1] * r == 0):
-        raise ValueError("r must be > 0 when N1 = 0 (all weights would vanish)")
-    vb, wg = _var_B(r, group, *p, own_noise_removed)
-    a2 = p[2]
+    vb, wg, a2 = _client_terms(r, group, N1, N2, alpha2, tau2, gamma1_2, gamma2_2, own_noise_removed)
     with np.errstate(invalid="ignore", over="ignore"):
         finite = (a2 + 2 * lam * wg * a2 + lam**2 * vb) / (1 + lam)**2
     return _out(np.where(np.isinf(lam), vb, finite))
@@ -139,12 +144,7 @@ def optimal_lambda_for_ratio(r, group, N1, N2, alpha2, tau2, gamma1_2, gamma2_2,
     ``λ_opt(r) = α²(1-w_g)/(V_B - w_g α²)``.  Equals :func:`optimal_lambda` at r = r*
     (with ``own_noise_removed=True``); at ``r = 1`` it is the best Ditto λ under HDP-FedAvg.
     """
-    r = check_nonnegative("r", r)
-    p = _params(N1, N2, alpha2, tau2, gamma1_2, gamma2_2, group)
-    if np.any(p[0] + p[1] * r == 0):
-        raise ValueError("r must be > 0 when N1 = 0 (all weights would vanish)")
-    vb, wg = _var_B(r, group, *p, own_noise_removed)
-    a2 = p[2]
+    vb, wg, a2 = _client_terms(r, group, N1, N2, alpha2, tau2, gamma1_2, gamma2_2, own_noise_removed)
     den = vb - wg * a2
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = np.where(den > 0, a2 * (1 - wg) / np.where(den > 0, den, 1.0), np.inf)
