@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -29,6 +30,13 @@ __all__ = [
     "plot_privacy_utility",
     "plot_lambda_sweep",
     "plot_theory_vs_training",
+    "best_by_label",
+    "best_lambda_by_eps",
+    "plot_privacy_utility_panels",
+    "TheorySummary",
+    "theory_summary",
+    "paired_z",
+    "plot_theory_meets_training",
 ]
 
 _COLORS = {"local": "tab:blue", "fedavg": "tab:orange", "finetune": "tab:purple", "mrmtl": "tab:red",
@@ -345,3 +353,128 @@ def plot_theory_vs_training(lams: np.ndarray, trained_mean: np.ndarray, trained_
         fig.tight_layout()
         return fig
     return ax.figure
+
+
+def best_by_label(rows: Iterable[Mapping[str, Any]]) -> dict[tuple, dict[str, Any]]:
+    """:func:`best_lambda_table` keyed by ``(method label, ε)`` (the lookup the empirical chapters assert on)."""
+    return {(t["label"], t["eps"]): t for t in best_lambda_table(rows)}
+
+
+def best_lambda_by_eps(rows: Iterable[Mapping[str, Any]], eps_values: Sequence[float], *,
+                       method: str = "mrmtl") -> dict[float, dict[str, float]]:
+    """Per ε: ``method``'s best λ on :func:`lambda_curve` (argmin of the mean error, argmax of a score) with its
+    mean and std over seeds (Fig. 5's ★), as ``{eps: {"lam", "mean", "std"}}``."""
+    rows = list(rows)
+    out = {}
+    for eps in eps_values:
+        cur = lambda_curve(rows, eps, method=method)
+        lower = lower_is_better(next(r for r in rows if r["config"]["method"] == method)["result"]["metric"])
+        b = int(np.argmin(cur["mean"]) if lower else np.argmax(cur["mean"]))
+        out[float(eps)] = {"lam": float(cur["lam"][b]), "mean": float(cur["mean"][b]), "std": float(cur["std"][b])}
+    return out
+
+
+def plot_privacy_utility_panels(panels: Mapping[str, Sequence[Mapping[str, Any]]], *,
+                                notes: Mapping[str, str] | None = None):
+    """Several :func:`plot_privacy_utility` panels (one per entry of ``panels``: name → rows), stacked
+    vertically so that each reads at the book's column width."""
+    import matplotlib.pyplot as plt
+
+    notes = notes or {}
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8.8, 4.6 * len(panels)), squeeze=False)
+    for ax, (name, rows) in zip(axes[:, 0], panels.items()):
+        plot_privacy_utility(rows, ax=ax, note=notes.get(name, ""))
+    fig.tight_layout()
+    return fig
+
+
+@dataclass(frozen=True)
+class TheorySummary:
+    """One privacy level of the theory-meets-training comparison.
+
+    ``s_loc``: σ_loc², the trained local (λ = 0) error, plugged into the closed forms; ``se0``: its standard
+    error; ``lam_star``: the closed form's λ* = σ_loc²/τ² (Thm 6.3); ``lam_trained``: the grid λ > 0 with the
+    smallest trained error."""
+
+    s_loc: float
+    se0: float
+    lam_star: float
+    lam_trained: float
+
+
+def theory_summary(trained: Mapping[float, Mapping[str, Any]], *, tau: float) -> dict[float, TheorySummary]:
+    """Per ε of :func:`fedtrain.sweep.gaussian_lambda_sweep`'s output: σ_loc² (trained λ = 0 error), the
+    closed-form λ* (:func:`fedtheory.mean_estimation.optimal_lambda`) and the best trained λ > 0."""
+    from fedtheory.mean_estimation import optimal_lambda
+
+    out = {}
+    for eps, t in trained.items():
+        lam = np.asarray(t["lam"], dtype=float)
+        if lam[0] != 0:
+            raise ValueError("trained['lam'] must start with 0 (local training gives σ_loc²)")
+        s_loc = float(t["mean"][0])
+        pos = lam > 0
+        b = int(np.argmin(np.asarray(t["mean"])[pos]))
+        out[eps] = TheorySummary(s_loc=s_loc, se0=float(t["se"][0]), lam_star=float(optimal_lambda(s_loc, tau**2)),
+                                 lam_trained=float(lam[pos][b]))
+    return out
+
+
+def paired_z(t: Mapping[str, Any], *, num_silos: int, tau: float) -> tuple[np.ndarray, float]:
+    """(trained − closed form)/SE at every λ > 0 and for FedAvg, paired per dataset: dataset s's closed form
+    (Lemma 6.7, :func:`fedtheory.mean_estimation.mse` / ``fedavg_mse``) uses its own σ_loc² = ``runs[0, s]``.
+
+    ``t`` is one ε of :func:`fedtrain.sweep.gaussian_lambda_sweep`'s output (``lam[0]`` must be 0)."""
+    from fedtheory.mean_estimation import fedavg_mse, mse
+
+    runs = np.asarray(t["runs"], dtype=float)
+    if float(t["lam"][0]) != 0 or runs.shape[1] < 2:
+        raise ValueError("t needs lam[0] = 0 and at least 2 datasets (runs.shape[1] >= 2)")
+    diff = runs[1:] - mse(np.asarray(t["lam"][1:], dtype=float)[:, None], runs[0][None, :], tau**2, num_silos)
+    fed = np.asarray(t["fedavg_runs"], dtype=float) - fedavg_mse(runs[0], tau**2, num_silos)
+    n = runs.shape[1]
+    return diff.mean(1) / (diff.std(1, ddof=1) / np.sqrt(n)), float(fed.mean() / (fed.std(ddof=1) / np.sqrt(n)))
+
+
+def plot_theory_meets_training(trained: Mapping[float, Mapping[str, Any]], *, num_silos: int, tau: float,
+                               n: int | None = None, sigma: float | None = None):
+    """The theory-meets-training figure: one panel per ε (stacked, shared λ axis), each the closed-form E(λ)
+    (Lemma 6.7) at that ε's trained σ_loc² next to DP-SGD-trained MR-MTL (:func:`plot_theory_vs_training`),
+    with one legend for all panels.  Returns ``(fig, theory_summary(trained, tau=tau))``."""
+    import matplotlib.pyplot as plt
+
+    from fedtheory.mean_estimation import fedavg_mse, mse
+
+    summary = theory_summary(trained, tau=tau)
+    k = len(trained)
+    fig, axes = plt.subplots(k, 1, figsize=(7.2, 2.9 * k + 1.6), sharex=True, squeeze=False)
+    n_sets = 0
+    for ax, (eps, t) in zip(axes[:, 0], trained.items()):
+        s = summary[eps]
+        n_sets = np.asarray(t["runs"]).shape[1]
+        if math.isinf(eps):
+            head = "non-private"
+        else:
+            delta = t.get("delta")
+            acc = t.get("accountant")
+            head = f"ε={eps:g}" + (f", δ={delta:g}" if delta is not None else "") + (f" ({acc.upper()})" if acc else "")
+        plot_theory_vs_training(t["lam"], t["mean"], t["se"], lambda lam, s2=s.s_loc: mse(lam, s2, tau**2, num_silos),
+                                lam_star_theory=s.lam_star, fedavg=(t["fedavg_mean"], t["fedavg_se"]),
+                                theory_fedavg=fedavg_mse(s.s_loc, tau**2, num_silos),
+                                title=f"{head}:  σ_loc²={s.s_loc:.4f},  λ*={s.lam_star:.2f}", ax=ax)
+        ax.get_legend().remove()
+        ax.set_ylabel("error E[(ŵ_k − w_k)²]", fontsize=10)
+        ax.set_title(ax.get_title(), fontsize=10.5)
+        if ax is not axes[-1, 0]:
+            ax.set_xlabel("")
+    axes[-1, 0].set_xlabel("λ (MR-MTL regularization strength, log scale)", fontsize=10)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    labels = [lab.replace("trained MR-MTL (DP-SGD) ± 2 SE", "MR-MTL trained with DP-SGD ± 2 SE") for lab in labels]
+    settings = f"K={num_silos}" + (f", n={n}" if n is not None else "") + f", τ={tau:g}" + \
+        (f", σ={sigma:g}" if sigma is not None else "")
+    fig.suptitle(f"Closed form (Lemma 6.7) vs trained MR-MTL\nGaussian mean estimation, {settings}; "
+                 f"{n_sets} synthetic datasets", fontsize=11)
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.7 / fig.get_figheight()),
+               ncol=2, fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 1.0 / fig.get_figheight()))
+    return fig, summary

@@ -28,7 +28,7 @@ from fedtrain.results import ResultsStore, jsonable
 
 __all__ = ["expand_grid", "run_sweep", "summarize", "select_rows", "load_config_data", "dataset_summary", "Runner",
            "book_grid", "full_scale", "FULL_ENV", "REDUCED", "REDUCED_EPS", "REDUCED_STANDIN_LAMBDAS",
-           "gaussian_lambda_sweep"]
+           "gaussian_lambda_sweep", "grid_note"]
 
 #: ``runner(configs, data) -> list[result]``; the default is :func:`fedtrain.engine.run_many`.
 Runner = Callable[[Sequence[RunConfig], FederatedData], Sequence[Any]]
@@ -270,6 +270,19 @@ REDUCED_EPS = {"vehicle-standin": (0.5, 1.0, 2.0, math.inf), "gleam-standin": (1
 REDUCED_STANDIN_LAMBDAS = (0.3, 1.0, 3.0, 10.0, 30.0)
 
 
+def grid_note(dataset: str, *, full: bool | None = None) -> str:
+    """Caption text naming the grid a figure shows: ``"paper-scale grid"``, or the reduced grid's rounds,
+    learning rate and number of seeds (from :data:`REDUCED`).  ``full`` defaults to :func:`full_scale`."""
+    if full is None:
+        full = full_scale()
+    if full:
+        return "paper-scale grid"
+    if dataset not in REDUCED:
+        raise ValueError(f"dataset must be one of {sorted(REDUCED)}, got {dataset!r}")
+    r = REDUCED[dataset]
+    return f"reduced grid: {r['rounds']} rounds, η={r['lr']}, {len(r['seeds'])} seeds"
+
+
 def book_grid(figure: str, dataset: str, *, full: bool | None = None) -> list[RunConfig]:
     """The configurations behind one figure of the empirical chapters.
 
@@ -361,13 +374,16 @@ def gaussian_lambda_sweep(
 
     The data are :func:`fedtrain.data.gaussian_mean_estimation` with ``test="centres"``, so each run's test
     MSE is the estimation error ``E[(ŵ_k(λ) - w_k)²]`` averaged over its silos.  Returns, per ε,
-    ``{"lam", "mean", "se", "fedavg_mean", "fedavg_se", "runs", "fedavg_runs"}`` where mean and standard
+    ``{"lam", "mean", "se", "fedavg_mean", "fedavg_se", "runs", "fedavg_runs", "delta", "accountant"}`` where
+    ``delta`` is the per-silo δ the runs used (largest over runs and silos; ``None`` without privacy) and
+    ``accountant`` the accountant that certified them; mean and standard
     error are over datasets and ``runs[i, s]`` is λ_i's error on dataset s (for paired comparisons) (independent draws of centres, data and DP noise, the average the closed forms describe).
     ``prox_mode="post-noise"`` adds the proximal gradient after clipping and noising (the paper's §5 update,
     the form the theory analyses).
     """
     lams = [float(v) for v in lams]
     per: dict[tuple, list[float]] = {}
+    privacy: dict[float, tuple[set, set]] = {}
     for s in data_seeds:
         opts = dict(num_silos=int(num_silos), n=int(n), tau=float(tau), sigma=float(sigma), test="centres",
                     n_test=1, seed=int(s))
@@ -379,6 +395,9 @@ def gaussian_lambda_sweep(
             c = row["config"]
             key = (c["method"], _num(c["eps"]), float(c["lam"]))
             per.setdefault(key, []).append(_num(row["result"]["test_metric"]))
+            deltas, accs = privacy.setdefault(_num(c["eps"]), (set(), set()))
+            deltas.update(_num(d) for d in row["result"].get("delta") or ())
+            accs.add(row["result"].get("accountant"))
     out: dict[float, dict[str, np.ndarray]] = {}
     for eps in eps_values:
         e = float(eps)
@@ -388,5 +407,7 @@ def gaussian_lambda_sweep(
         out[e] = {"lam": np.array(lams), "mean": vals.mean(1),
                   "se": vals.std(1, ddof=1) / np.sqrt(k) if k > 1 else np.zeros(len(lams)),
                   "fedavg_mean": float(fed.mean()), "fedavg_se": float(fed.std(ddof=1) / np.sqrt(k)) if k > 1 else 0.0,
-                  "runs": vals, "fedavg_runs": fed}
+                  "runs": vals, "fedavg_runs": fed,
+                  "delta": max(privacy[e][0]) if math.isfinite(e) and privacy[e][0] else None,
+                  "accountant": ", ".join(sorted(str(a) for a in privacy[e][1] if a)) if math.isfinite(e) else None}
     return out

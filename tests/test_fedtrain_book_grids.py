@@ -91,3 +91,24 @@ def test_interrupted_full_sweep_resumes_from_the_store(tmp_path):
     rows = run_sweep(grid, store=store, data=data, runner=resumed, chunk_size=50, progress=False)
     assert set(rest) == {c.key() for c in grid} - set(done) and len(rest) == len(grid) - 100  # nothing redone
     assert [r["key"] for r in rows] == [c.key() for c in grid] and len(store) == len(grid)
+
+
+def test_grid_note_names_the_grid():
+    from fedtrain.sweep import REDUCED, grid_note
+
+    assert grid_note("school", full=True) == "paper-scale grid"
+    r = REDUCED["school"]
+    assert grid_note("school", full=False) == f"reduced grid: {r['rounds']} rounds, η={r['lr']}, 2 seeds"
+    with pytest.raises(ValueError, match="dataset must be one of"):
+        grid_note("nope", full=False)
+
+
+def test_gaussian_lambda_sweep_reports_the_privacy_it_ran_with():
+    from fedtrain.config import default_delta
+    from fedtrain.sweep import gaussian_lambda_sweep
+
+    out = gaussian_lambda_sweep(eps_values=(2.0, math.inf), lams=(0.0, 1.0), num_silos=3, n=20, data_seeds=(0, 1),
+                                rounds=2)
+    assert out[2.0]["delta"] == default_delta(20) and out[2.0]["accountant"] == "rdp"
+    assert out[math.inf]["delta"] is None and out[math.inf]["accountant"] is None
+    assert out[2.0]["runs"].shape == (2, 2) and out[2.0]["mean"] == pytest.approx(out[2.0]["runs"].mean(1))

@@ -125,3 +125,88 @@ def test_book_grids_are_small_and_valid():
             assert {c.seed for c in full} == set(range(5)) and len(full) >= len(reduced)
     with pytest.raises(ValueError, match="figure must be one of"):
         book_grid("fig9", "school")
+
+
+def _trained(s_loc, tau, K, offset=0.0, n_sets=6, seed=0):
+    """A fake gaussian_lambda_sweep entry whose runs scatter around the closed form (+ ``offset`` at lambda > 0)."""
+    from fedtheory.mean_estimation import fedavg_mse, mse
+
+    rng = np.random.default_rng(seed)
+    lam = np.array([0.0, 0.1, 0.3, 1.0, 3.0, 10.0])
+    s0 = s_loc * (1 + 0.05 * rng.standard_normal(n_sets))
+    runs = np.vstack([s0, mse(lam[1:, None], s0[None, :], tau**2, K) * (1 + 0.01 * rng.standard_normal((5, n_sets)))
+                      + offset])
+    fed = fedavg_mse(s0, tau**2, K) * (1 + 0.01 * rng.standard_normal(n_sets))
+    return {"lam": lam, "mean": runs.mean(1), "se": runs.std(1, ddof=1) / np.sqrt(n_sets), "runs": runs,
+            "fedavg_runs": fed, "fedavg_mean": fed.mean(), "fedavg_se": fed.std(ddof=1) / np.sqrt(n_sets),
+            "delta": 0.01, "accountant": "rdp"}
+
+
+def test_theory_summary_and_paired_z():
+    from fedtrain.figures import paired_z, theory_summary
+
+    tau, K = 0.25, 50
+    trained = {1.0: _trained(0.08, tau, K), math.inf: _trained(0.02, tau, K, seed=1)}
+    summ = theory_summary(trained, tau=tau)
+    for eps, t in trained.items():
+        s = summ[eps]
+        assert s.s_loc == pytest.approx(t["mean"][0]) and s.se0 == pytest.approx(t["se"][0])
+        assert s.lam_star == pytest.approx(s.s_loc / tau**2)  # Thm 6.3: lambda* = sigma_loc^2 / tau^2
+        assert s.lam_trained == t["lam"][1:][np.argmin(t["mean"][1:])]
+    assert summ[1.0].lam_star > summ[math.inf].lam_star
+    z, zf = paired_z(trained[1.0], num_silos=K, tau=tau)
+    assert z.shape == (5,) and np.all(np.abs(z) < 6) and abs(zf) < 6  # runs scatter around the closed form
+    z_off, _ = paired_z(_trained(0.08, tau, K, offset=0.01), num_silos=K, tau=tau)
+    assert np.all(z_off > 10)  # a systematic excess over the closed form is flagged
+    with pytest.raises(ValueError, match="lam"):
+        theory_summary({1.0: {**trained[1.0], "lam": trained[1.0]["lam"] + 1}}, tau=tau)
+
+
+def test_theory_meets_training_figure_reads_at_column_width():
+    from fedtrain.figures import plot_theory_meets_training
+
+    tau, K = 0.25, 50
+    trained = {1.0: _trained(0.08, tau, K), 3.0: _trained(0.03, tau, K, seed=2), math.inf: _trained(0.02, tau, K, seed=1)}
+    fig, summ = plot_theory_meets_training(trained, num_silos=K, tau=tau, n=50, sigma=1.0)
+    w, h = fig.get_size_inches()
+    assert w <= 7.5 and len(fig.axes) == 3
+    xs = [ax.get_position().x0 for ax in fig.axes]
+    ys = [ax.get_position().y0 for ax in fig.axes]
+    assert max(xs) - min(xs) < 1e-9 and ys[0] > ys[1] > ys[2]  # stacked vertically, one column
+    assert len(fig.legends) == 1 and all(ax.get_legend() is None for ax in fig.axes)  # one legend for all panels
+    assert all(t.get_fontsize() >= 9 for t in fig.legends[0].get_texts())
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles[0].startswith("ε=1, δ=0.01 (RDP)") and titles[2].startswith("non-private")
+    assert f"λ*={summ[1.0].lam_star:.2f}" in titles[0]
+    # each panel's dotted line sits at that panel's closed-form lambda*
+    for ax, s in zip(fig.axes, summ.values()):
+        assert any(np.allclose(line.get_xdata(), s.lam_star) for line in ax.lines)
+    assert "K=50, n=50, τ=0.25, σ=1; 6 synthetic datasets" in fig._suptitle.get_text()
+    plt.close(fig)
+
+
+def test_best_by_label_and_best_lambda_by_eps():
+    from fedtrain.figures import best_by_label, best_lambda_by_eps
+
+    rows = [_fake("mrmtl", 1.0, lam, 0.1, s, v + 0.01 * s, metric="mse")
+            for lam, v in ((0.1, 0.5), (1.0, 0.3), (10.0, 0.4)) for s in (0, 1)]
+    rows += [_fake("mrmtl", math.inf, lam, 0.1, s, v, metric="mse") for lam, v in ((0.1, 0.2), (1.0, 0.25)) for s in (0, 1)]
+    rows += [_fake("local", 1.0, 0.0, 0.1, s, 0.9, metric="mse") for s in (0, 1)]
+    star = best_lambda_by_eps(rows, [1.0, math.inf])
+    assert star[1.0]["lam"] == 1.0 and star[1.0]["mean"] == pytest.approx(0.305)
+    assert star[1.0]["std"] == pytest.approx(np.std([0.3, 0.31], ddof=1))
+    assert star[math.inf]["lam"] == 0.1
+    acc = [_fake("mrmtl", 1.0, lam, 0.1, 0, v) for lam, v in ((0.1, 0.5), (1.0, 0.3))]  # accuracy: higher is better
+    assert best_lambda_by_eps(acc, [1.0])[1.0]["lam"] == 0.1
+    tab = best_by_label(rows)
+    assert tab[("MR-MTL", 1.0)]["lam"] == 1.0 and tab[("Local", 1.0)]["mean"] == pytest.approx(0.9)
+
+
+def test_privacy_utility_panels_are_stacked(rows):
+    from fedtrain.figures import plot_privacy_utility_panels
+
+    fig = plot_privacy_utility_panels({"a": rows, "b": rows}, notes={"a": "\nnote a"})
+    assert len(fig.axes) == 2 and fig.get_size_inches()[0] <= 9
+    a, b = fig.axes
+    assert a.get_position().y0 > b.get_position().y1 and a.get_title().endswith("note a")
+    plt.close(fig)

@@ -34,6 +34,9 @@ __all__ = [
     "plot_monte_carlo_check",
     "plot_gaps_vs_eps",
     "plot_heterogeneous",
+    "gain_over_better_endpoint",
+    "gain_peak_epsilon",
+    "admissible_lambdas",
 ]
 
 DEFAULTS = dict(K=20, n=200, sigma=0.4, eps=0.25, delta=1e-5, c=1.0)
@@ -42,6 +45,29 @@ DEFAULT_TAUS = (0.03, 0.08, 0.2)
 
 def _sigma_loc2(n, sigma, eps, delta, c):
     return local_variance(sigma**2, n, gaussian_sigma(eps, delta, c) ** 2)
+
+
+def gain_over_better_endpoint(eps, K: int = 20, n: int = 200, sigma: float = 0.4, tau: float = 0.08,
+                              delta: float = 1e-5, c: float = 1.0) -> np.ndarray:
+    """min(Δ_loc, Δ_fed) (Props. 6.5, 6.6) at each ε: how much optimal MR-MTL gains over the better of local
+    training and FedAvg (classic Gaussian calibration of the per-silo mean)."""
+    s2 = _sigma_loc2(n, sigma, np.asarray(eps, dtype=float), delta, c)
+    return np.minimum(gap_to_local(s2, tau**2, K), gap_to_fedavg(s2, tau**2, K))
+
+
+def gain_peak_epsilon(K: int = 20, n: int = 200, sigma: float = 0.4, tau: float = 0.08, delta: float = 1e-5,
+                      c: float = 1.0, eps_min: float = 0.01, eps_max: float = 10.0, points: int = 2001) -> float:
+    """The ε on a log grid of ``points`` values in [eps_min, eps_max] where :func:`gain_over_better_endpoint`
+    peaks (the "bump", found numerically: the chapter compares it with the crossover ε× of Prop. 6.6)."""
+    grid = np.geomspace(eps_min, eps_max, int(points))
+    return float(grid[np.argmax(gain_over_better_endpoint(grid, K, n, sigma, tau, delta, c))])
+
+
+def admissible_lambdas(sigma_loc2: Sequence[float], tau: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(λ*_k, admissible λ_k)`` of App. E.5 (Thm E.5): a silo whose λ*_k is negative falls back to FedAvg
+    (λ = ∞), the best admissible choice on [0, ∞]."""
+    lam_star = optimal_lambdas_heterogeneous(np.asarray(sigma_loc2, dtype=float), tau**2)
+    return lam_star, np.where(lam_star < 0, np.inf, lam_star)
 
 
 def _lambda_grid(lam_star: float, points: int = 300) -> np.ndarray:
@@ -191,8 +217,7 @@ def plot_heterogeneous(sigma_loc2: Sequence[float], tau: float, result: MonteCar
 
     s = np.asarray(sigma_loc2, dtype=float)
     K = s.size
-    lam_star = optimal_lambdas_heterogeneous(s, tau**2)
-    admissible = np.where(lam_star < 0, np.inf, lam_star)
+    lam_star, admissible = admissible_lambdas(s, tau)
     best = mse_heterogeneous(admissible, s, tau**2, per_silo=True)
     lo, hi = 1e-3, 1e3
     grid = np.geomspace(lo, hi, 300)
