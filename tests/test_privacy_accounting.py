@@ -215,3 +215,37 @@ def test_primer_figure_and_table():
     assert all(c > r for c, r in zip(tab["rdp (classic conversion)"], tab["rdp"]))
     md = markdown_table(["a", "b"], [[1, 0.5]])
     assert md.splitlines()[2] == "| 1 | 0.5 |"
+
+
+def test_clipped_sum_sensitivity_brute_force_against_explicit_neighbours():
+    """The vectorized enumeration equals an explicit loop that builds each neighbouring dataset and
+    recomputes the clipped sum; replace-one doubles the add/remove sensitivity (2c vs c)."""
+    from fedtheory.privacy.gaussian import clip_rows, clipped_sum_sensitivity
+
+    rng = np.random.default_rng(3)
+    c = 1.3
+    x = rng.normal(size=(7, 3)) * np.array([[0.2], [0.5], [1.0], [2.0], [0.1], [3.0], [0.4]])
+    cand = rng.normal(size=(5, 3))
+    f = lambda data: clip_rows(data, c).sum(0) if len(data) else np.zeros(3)
+    addrm, repl = 0.0, 0.0
+    for i in range(len(x)):
+        addrm = max(addrm, np.linalg.norm(f(x) - f(np.delete(x, i, 0))))
+        for u in cand:
+            y = x.copy(); y[i] = u
+            repl = max(repl, np.linalg.norm(f(x) - f(y)))
+    for u in cand:
+        addrm = max(addrm, np.linalg.norm(f(np.vstack([x, u])) - f(x)))
+    assert clipped_sum_sensitivity(x, c, "add_remove", cand) == pytest.approx(addrm, rel=1e-12)
+    assert clipped_sum_sensitivity(x, c, "replace", cand) == pytest.approx(repl, rel=1e-12)
+    # default candidates reach the closed forms: c, and max_i ||clip(x_i)|| + c (= 2c with a clipped record)
+    assert clipped_sum_sensitivity(x, c, "add_remove") == pytest.approx(c, rel=1e-12)
+    assert clipped_sum_sensitivity(x, c, "replace") == pytest.approx(2 * c, rel=1e-12)
+    small = 0.1 * x[:2] / np.linalg.norm(x[:2], axis=1, keepdims=True)  # norms 0.1 < c
+    assert clipped_sum_sensitivity(small, c, "replace") == pytest.approx(0.1 + c, rel=1e-12)
+    assert clipped_sum_sensitivity(small, c, "add_remove", candidates=small) == pytest.approx(0.1, rel=1e-12)
+    with pytest.raises(ValueError, match="adjacency"):
+        clipped_sum_sensitivity(x, c, "swap")
+    with pytest.raises(ValueError, match="clip"):
+        clipped_sum_sensitivity(x, 0.0)
+    with pytest.raises(ValueError, match="records must be a 2-d"):
+        clipped_sum_sensitivity(x[0], c)

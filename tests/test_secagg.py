@@ -148,3 +148,44 @@ def test_figures():
     fig = FS.plot_widget(M=5, S=4, eps=2.0, accountant="rdp")
     assert len(fig.axes) == 2
     plt.close(fig)
+
+
+def test_estimate_gdp_mu_recovers_known_gaussian_pair():
+    """On N(m1, s²) vs N(m0, s²) samples the estimate is within 4 SE of μ = (m1 - m0)/s; a wrong
+    estimator (e.g. dividing by the variance, or by the sd of one sample only) would miss by far more."""
+    rng = np.random.default_rng(11)
+    for m1, m0, s, n1, n0 in [(3.0, 1.0, 2.0, 40_000, 40_000), (0.5, 0.0, 0.25, 30_000, 50_000),
+                              (-1.0, 0.0, 3.0, 20_000, 20_000)]:
+        mu = (m1 - m0) / s
+        est = S.estimate_gdp_mu(rng.normal(m1, s, n1), rng.normal(m0, s, n0))
+        se = math.sqrt((1 / n1 + 1 / n0) * (1 + mu**2 / 8))
+        assert abs(est - mu) <= 4 * se, (m1, m0, s, est, mu, se)
+    # the summed secure-aggregation release: μ = √S/σ_total (S-fold composition)
+    M, Sn, sj = 5, 8, 0.7
+    n = 60_000
+    est = S.estimate_gdp_mu(S.simulate_summed_release(M, Sn, sj, 1.0, True, trials=n, seed=1),
+                            S.simulate_summed_release(M, Sn, sj, 1.0, False, trials=n, seed=2))
+    mu = math.sqrt(Sn) / (sj * math.sqrt(M))
+    assert abs(est - mu) <= 4 * math.sqrt((2 / n) * (1 + mu**2 / 8))
+
+
+def test_estimate_gdp_mu_se_formula_matches_spread():
+    """The stated SE is the actual spread of the estimator over replications (4 SE on the sd ratio)."""
+    rng = np.random.default_rng(5)
+    reps, n, mu = 400, 2_000, 2.0
+    x = rng.normal(mu, 1.0, (reps, n))
+    y = rng.normal(0.0, 1.0, (reps, n))
+    ests = np.array([S.estimate_gdp_mu(a, b) for a, b in zip(x, y)])
+    se = math.sqrt((2 / n) * (1 + mu**2 / 8))
+    # sd of a sample of `reps` values has relative SE ≈ 1/sqrt(2 (reps-1))
+    assert abs(ests.std(ddof=1) / se - 1) <= 4 / math.sqrt(2 * (reps - 1))
+    assert abs(ests.mean() - mu) <= 4 * se / math.sqrt(reps)
+
+
+def test_estimate_gdp_mu_bad_inputs():
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        S.estimate_gdp_mu([1.0], [0.0, 1.0])
+    with pytest.raises(ValueError, match="zero variance"):
+        S.estimate_gdp_mu([1.0, 1.0], [0.0, 0.0])
+    with pytest.raises(ValueError, match="present"):
+        S.estimate_gdp_mu([float("nan"), 1.0], [0.0, 1.0])

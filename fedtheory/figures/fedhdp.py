@@ -50,16 +50,20 @@ def plot_server_error(N: int = 20, rho_np: float = 0.1, alpha2: float = 1.0, tau
 def plot_opt_out(N: int = 10, rho_np: float = 0.1, alpha2: float = 1.0, tau2: float = 0.2,
                  gamma2: float = 2.0, own_noise_removed: bool = True):
     """Analogue of the paper's Figure 1: one client's error against λ when it stays private and
-    when it opts out, under HDP-FedAvg+Ditto (r = 1, left) and FedHDP (r*, right).
+    when it opts out, under HDP-FedAvg+Ditto (r = 1, top) and FedHDP (r*, bottom).
 
     Staying private the client is one of ``N_p`` private clients; opting out moves it to the
-    non-private group (``N_np + 1``, ``N_p − 1``).  The markers are each curve's minimum.
+    non-private group (``N_np + 1``, ``N_p − 1``).  The markers are each curve's minimum.  Panels are
+    stacked (sized for a ~7 in text column) with one figure legend; each panel's title gives its r.
     """
+    from matplotlib.lines import Line2D
+
     n_np, n_p = split(N, rho_np)
     lam = np.logspace(-2, 2, 400)
     cases = {"stays private": (2, n_np, n_p, "C3"), "opts out": (1, n_np + 1, n_p - 1, "C2")}
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.0), sharey=True)
-    for ax, (title, fixed_r) in zip(axes, (("HDP-FedAvg + Ditto (r = 1)", 1.0), ("FedHDP (r = r*)", None))):
+    fig, axes = plt.subplots(2, 1, figsize=(7, 8), sharex=True, sharey=True)
+    for ax, (title, fixed_r) in zip(axes, (("HDP-FedAvg + Ditto", 1.0), ("FedHDP", None))):
+        rs = []
         for label, (g, n1, n2, color) in cases.items():
             if n2 == 0 and g == 2:
                 continue
@@ -67,18 +71,22 @@ def plot_opt_out(N: int = 10, rho_np: float = 0.1, alpha2: float = 1.0, tau2: fl
             r = lr.optimal_ratio(*args) if fixed_r is None else fixed_r
             err = lr.local_error(lam, r, g, *args, own_noise_removed=own_noise_removed)
             best = lr.optimal_lambda_for_ratio(r, g, *args, own_noise_removed=own_noise_removed)
-            ax.plot(lam, err, color=color, label=f"{label} (r = {r:.3g})")
+            ax.plot(lam, err, color=color, label=label)
             ax.plot([best], [lr.local_error(best, r, g, *args, own_noise_removed=own_noise_removed)],
                     "o", color=color)
+            rs.append(f"{label} r = {r:.3g}")
         ax.set_xscale("log")
-        ax.set_xlabel(r"personalization parameter $\lambda$")
-        ax.set_title(title, fontsize=10)
-        ax.legend(fontsize=9)
+        ax.set_ylabel("client's expected squared\nerror per coordinate")
+        ax.set_title(f"{title}: r = 1 for every client" if fixed_r is not None else
+                     f"{title}: r = r* ({'; '.join(rs)})", fontsize=10)
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("client's expected squared error per coordinate")
-    fig.suptitle(f"One client: N = {N} (besides this client, {n_np} opted out), α² = {alpha2:g}, τ² = {tau2:g}, "
-                 f"γ² = {gamma2:g}; dots = best λ", fontsize=10)
-    fig.tight_layout()
+    axes[-1].set_xlabel(r"personalization parameter $\lambda$")
+    handles = [Line2D([], [], color=cases[k][3], label=f"client {k}") for k in cases]
+    handles.append(Line2D([], [], color="k", marker="o", ls="", label="best λ of each curve"))
+    fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=9)
+    fig.suptitle(f"One client: N = {N} (besides this client, {n_np} opted out),\n"
+                 f"α² = {alpha2:g}, τ² = {tau2:g}, γ² = {gamma2:g}", fontsize=11)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig
 
 

@@ -20,7 +20,8 @@ _STYLE = {"rdp": ("tab:blue", "o", "RDP (Opacus formula, Lemma A.2)"),
 
 def plot_epsilon_vs_noise_and_steps(sample_rate: float = 0.01, steps: int = 1000, noise_multiplier: float = 1.0,
                                     delta: float = 1e-5, accountants=ACCOUNTANTS, n_points: int = 7):
-    """Two panels: ε against the noise multiplier at ``steps``, and ε against steps at ``noise_multiplier``.
+    """Two stacked panels: ε against the noise multiplier at ``steps`` (top), and ε against steps at
+    ``noise_multiplier`` (bottom); one legend; sized for a ~7 in text column.
 
     Poisson sampling at ``sample_rate``, add/remove-one adjacency, all accountants' guaranteed upper bounds.
     """
@@ -28,7 +29,7 @@ def plot_epsilon_vs_noise_and_steps(sample_rate: float = 0.01, steps: int = 1000
 
     sigmas = np.geomspace(0.5, 4.0, n_points)
     step_grid = np.unique(np.geomspace(1, max(steps, 10), n_points).round().astype(int))
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7, 8), constrained_layout=True)
     for acc in accountants:
         color, marker, label = _STYLE[acc]
         ax1.plot(sigmas, [epsilon(s, delta, sample_rate, steps, acc) for s in sigmas], marker=marker,
@@ -36,9 +37,10 @@ def plot_epsilon_vs_noise_and_steps(sample_rate: float = 0.01, steps: int = 1000
         ax2.plot(step_grid, [epsilon(noise_multiplier, delta, sample_rate, int(t), acc) for t in step_grid],
                  marker=marker, color=color, label=label)
     ax1.set(xscale="log", yscale="log", xlabel="noise multiplier σ (noise std / clipping norm)",
-            ylabel=f"ε at δ = {delta:g}", title=f"T = {steps} steps, q = {sample_rate:g}")
-    ax2.set(xscale="log", yscale="log", xlabel="DP-SGD steps T", ylabel=f"ε at δ = {delta:g}",
-            title=f"σ = {noise_multiplier:g}, q = {sample_rate:g}")
+            ylabel=f"ε at δ = {delta:g}")
+    ax1.set_title(f"T = {steps} steps, q = {sample_rate:g}", fontsize=10)
+    ax2.set(xscale="log", yscale="log", xlabel="DP-SGD steps T", ylabel=f"ε at δ = {delta:g}")
+    ax2.set_title(f"σ = {noise_multiplier:g}, q = {sample_rate:g}", fontsize=10)
     from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
     plain = FuncFormatter(lambda v, _: f"{v:g}")
@@ -50,8 +52,8 @@ def plot_epsilon_vs_noise_and_steps(sample_rate: float = 0.01, steps: int = 1000
             axis.set_major_formatter(plain)
             axis.set_minor_formatter(NullFormatter())
         ax.grid(True, which="both", alpha=0.3)
-    ax1.legend(fontsize=9)
-    fig.suptitle("DP-SGD privacy loss, Poisson sampling, add/remove-one adjacency")
+    ax1.legend(fontsize=9, title="accountant", title_fontsize=9)
+    fig.suptitle("DP-SGD privacy loss, Poisson sampling, add/remove-one adjacency", fontsize=11)
     return fig
 
 

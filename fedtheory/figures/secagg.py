@@ -112,8 +112,9 @@ def plot_noise_vs_steps(M: int = FMNIST["M"], R: int = FMNIST["R"], sample_rate:
 
 def plot_widget(M: int = 10, S: int = 11, eps: float = 1.0, accountant: str = "rdp", R: int = 20,
                 sample_rate: float = FMNIST["sample_rate"], delta: float = 1e-5) -> plt.Figure:
-    """Two panels for the sliders: σ_j against S (at M) and against M (at S), one accountant."""
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 4.6))
+    """Two stacked panels for the sliders: σ_j against S (at M, top) and against M (at S, bottom), one
+    accountant; one legend under both; sized for a ~7 in text column."""
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(7, 8.5))
     S_values = sorted({1, 2, 4, 8, 16, 32, int(S)})
     _panel_vs_S(a1, M, S_values, R, sample_rate, eps, delta, (accountant,))
     a1.axvline(S, color="grey", lw=0.8)
@@ -132,8 +133,9 @@ def plot_widget(M: int = 10, S: int = 11, eps: float = 1.0, accountant: str = "r
     a2.set_title(f"S = {S} local steps", fontsize=10)
     a2.grid(True, which="both", alpha=0.3)
     # one legend under both panels: inside a panel it would cover the curves that cross it
-    fig.legend(handles=a2.get_lines()[:len(CALIBRATIONS)], fontsize=9, loc="lower center", ncol=2)
-    fig.suptitle(f"({eps:g}, {delta:g})-DP sample-level, add/remove; R={R}, q={sample_rate:.4f}; "
-                 f"accountant {accountant.upper()}", fontsize=10)
-    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    fig.legend(handles=a2.get_lines()[:len(CALIBRATIONS)], fontsize=9, loc="lower center", ncol=1,
+               title="calibration", title_fontsize=9)
+    fig.suptitle(f"({eps:g}, {delta:g})-DP sample-level, add/remove;\nR={R}, q={sample_rate:.4f}, "
+                 f"accountant {accountant.upper()}", fontsize=11)
+    fig.tight_layout(rect=(0, 0.15, 1, 1))
     return fig

@@ -54,6 +54,7 @@ __all__ = [
     "heterogeneous_client_noise",
     "simulate_aggregate_noise",
     "simulate_summed_release",
+    "estimate_gdp_mu",
     "paper_code_epsilon",
 ]
 
@@ -235,6 +236,35 @@ def simulate_summed_release(M: int, S: int, sigma_client: float, clip: float = 1
     rng = np.random.default_rng(seed)
     noise = (rng.standard_normal((trials, S, M)) * s * C).sum(axis=(1, 2))
     return noise + (S * C if present else 0.0)
+
+
+def estimate_gdp_mu(present, absent) -> float:
+    """Estimate the Gaussian-DP parameter μ from samples of a mechanism on two neighbouring datasets.
+
+    ``present`` and ``absent`` are independent draws of a 1-d release on the neighbours (e.g. from
+    :func:`simulate_summed_release` with ``present=True`` / ``False``).  Returns
+    ``μ̂ = (mean(present) − mean(absent)) / sqrt((var(present) + var(absent)) / 2)``
+    (unbiased sample variances, ``ddof=1``).
+
+    **What it estimates.**  If the two release distributions are ``N(m₁, s²)`` and ``N(m₀, s²)`` (equal
+    variance), the pair is exactly μ-GDP with ``μ = |m₁ − m₀|/s`` (Dong, Roth & Su 2022, trade-off
+    function ``G_μ``), and μ̂ is a consistent estimator of the signed ``(m₁ − m₀)/s``.  For the summed
+    secure-aggregation release without subsampling the truth is ``√S/σ_total``.
+
+    **Assumptions.**  Both samples Gaussian with a common variance; the estimate says nothing about
+    non-Gaussian or subsampled mechanisms (there the trade-off curve is not a ``G_μ``).  Sampling error
+    (delta method, Gaussian samples of sizes n₁, n₀: the mean difference has variance
+    ``s²(1/n₁ + 1/n₀)``, the pooled sd relative variance ``(1/n₁ + 1/n₀)/8``):
+    ``SE(μ̂) ≈ sqrt((1/n₁ + 1/n₀)(1 + μ²/8))``; use 4 SE as the tolerance of a check.
+    """
+    x = np.asarray(as_float_array("present", present), dtype=float).ravel()
+    y = np.asarray(as_float_array("absent", absent), dtype=float).ravel()
+    if x.size < 2 or y.size < 2:
+        raise ValueError(f"present and absent need at least 2 samples each (got {x.size} and {y.size})")
+    sd = math.sqrt(0.5 * (x.var(ddof=1) + y.var(ddof=1)))
+    if not sd > 0:
+        raise ValueError("present and absent have zero variance: μ is unbounded (no noise)")
+    return float((x.mean() - y.mean()) / sd)
 
 
 def paper_code_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> float:
