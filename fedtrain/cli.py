@@ -29,10 +29,6 @@ LAMBDA_METHODS = ("mrmtl", "ditto", "mocha", "ifca-mrmtl")
 ADJACENCY = "add/remove-one record of the silo (silo-specific sample-level DP)"
 
 
-class CLIError(ValueError):
-    """A bad command line (reported as ``fedtrain: error: ...`` with exit status 2)."""
-
-
 def _list(kind, name: str):
     def parse(text: str) -> list:
         items = [t.strip() for t in text.split(",") if t.strip()]
