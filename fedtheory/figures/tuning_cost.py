@@ -100,10 +100,13 @@ def curves(tau: float, *, eps: float = 0.25, delta: float = 1e-5, mean_runs: flo
     return out
 
 
-def summary(settings: list[Setting]) -> dict:
+def summary(settings: list[Setting], untuned: Optional[Setting] = None) -> dict:
     """Reading of a panel: private untuned local / FedAvg / MR-MTL(λ*) errors and, per tuned curve,
-    its best error and whether it still beats the better untuned endpoint."""
-    untuned = settings[1]
+    its best error and whether it still beats the better untuned endpoint.
+
+    ``untuned`` replaces the panel's own untuned curve as the baseline, e.g. the RDP-calibrated one of
+    ``curves(..., bound="rdp")`` to see how the reading depends on the baseline's calibration."""
+    untuned = settings[1] if untuned is None else untuned
     best_endpoint = min(untuned.local, untuned.fedavg)
     tuned = {s.label: s.best for s in settings[2:]}
     return {
