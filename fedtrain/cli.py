@@ -128,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--dry-run", action="store_true", help="validate the grid and print its size; train nothing")
     sw.add_argument("--chunk-size", type=int, default=32, help="runs trained (and stored) together")
     sub.add_parser("datasets", help="list the dataset names")
+    from fedtrain.advise import add_advise_parser
+
+    add_advise_parser(sub, _common)
     return p
 
 
@@ -216,6 +219,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from fedtrain.sweep import run_sweep
 
     try:
+        if args.command == "advise":
+            from fedtrain.advise import run_advise
+
+            return run_advise(args, configs_from_args, out)
         configs = configs_from_args(args)
         if args.command == "sweep" and args.dry_run:
             print(json.dumps({"runs": len(configs)}) if args.json else f"{len(configs)} runs, all valid", file=out)
