@@ -37,7 +37,8 @@ import numpy as np
 from fedtheory.advisor import Advice, advise_from_variances
 from fedtheory.privacy.random_walk import dp_gd_noise_variance
 
-__all__ = ["Prediction", "predict", "nearest_grid_error", "add_advise_parser", "run_advise", "DEFAULT_CHECK_LAMS"]
+__all__ = ["Prediction", "predict", "nearest_grid_error", "advise_and_check", "plot_check", "add_advise_parser",
+           "run_advise", "DEFAULT_CHECK_LAMS"]
 
 #: λ grid of ``--check`` when ``--lam`` is not given.
 DEFAULT_CHECK_LAMS = (0.0, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
@@ -154,33 +155,64 @@ def nearest_grid_error(curve, lam: float) -> float:
     return float(curve[int(np.argmin(np.abs(np.log(lams) - np.log(target))))][1])
 
 
-def run_advise(args: argparse.Namespace, configs_from_args: Callable, out) -> int:
-    """Run ``fedtrain advise``; prints a table (or ``--json``); returns the exit status."""
-    from fedtrain.sweep import load_config_data, run_sweep
-    from fedtrain.results import ResultsStore, jsonable
+def advise_and_check(data, configs, *, check: bool = True, store=None, progress=None) -> list[dict]:
+    """Prediction (and, with ``check``, the swept λ curve) for every ε among ``configs`` (MR-MTL RunConfigs that
+    differ only in eps, lam and seed): one dict per ε, as printed by ``fedtrain advise --json``."""
+    from fedtrain.sweep import run_sweep
 
-    if list(args.method) != ["mrmtl"]:
-        raise ValueError(f"fedtrain advise predicts MR-MTL's lambda; --method must be mrmtl (got {args.method})")
-    configs = configs_from_args(args)
-    data = load_config_data(configs[0], args.data_dir)
     eps_values = list(dict.fromkeys(float(c.eps) for c in configs))
-    base = configs[0]
     report = []
-    for eps, pred in zip(eps_values, predict(data, base, eps_values)):
+    for eps, pred in zip(eps_values, predict(data, configs[0], eps_values)):
         entry: dict[str, Any] = dict(eps=eps, predicted_lambda=pred.advice.common_lambda,
                                      median_lambda_k=float(np.median(pred.advice.lambda_star)),
                                      tau2=pred.advice.tau2, mean_sigma_loc2=float(pred.advice.sigma_loc2.mean()),
                                      mean_gain_over_local=float(pred.advice.gain_over_local.mean()),
                                      mean_gain_over_fedavg=float(pred.advice.gain_over_fedavg.mean()))
-        if args.check:
-            sub = [c for c in configs if float(c.eps) == eps]
-            store = ResultsStore(args.results) if args.results else None
-            rows = run_sweep(sub, store=store, data=data, progress=args.progress)
+        if check:
+            rows = run_sweep([c for c in configs if float(c.eps) == eps], store=store, data=data, progress=progress)
             best, curve = _best_lambda(rows)
             near = nearest_grid_error(curve, entry["predicted_lambda"])
             entry.update(swept_best_lambda=best, swept_curve=curve, swept_error_at_predicted=near,
                          excess_at_predicted=near / min(m for _, m in curve) - 1.0)
         report.append(entry)
+    return report
+
+
+def plot_check(report, *, title: str = ""):
+    """Swept test error against λ per ε (λ = 0 drawn at the left edge) with the predicted λ marked."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    colors = plt.get_cmap("viridis")(np.linspace(0, 0.85, len(report)))
+    for r, col in zip(report, colors):
+        lam = np.array([l for l, _ in r["swept_curve"]])
+        err = np.array([m for _, m in r["swept_curve"]])
+        x = np.where(lam > 0, lam, lam[lam > 0].min() / 3)
+        label = f"ε = {r['eps']:g}" if np.isfinite(r["eps"]) else "non-private"
+        ax.plot(x, err, "o-", color=col, label=f"{label}: swept (best λ = {r['swept_best_lambda']:g})")
+        if np.isfinite(r["predicted_lambda"]):
+            ax.axvline(r["predicted_lambda"], color=col, ls="--", lw=1.2)
+    ax.set_xscale("log")
+    ax.set_xlabel("MR-MTL λ (leftmost point: λ = 0, local training); dashed: predicted λ")
+    ax.set_ylabel("test MSE (scores scaled to [0, 1])")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def run_advise(args: argparse.Namespace, configs_from_args: Callable, out) -> int:
+    """Run ``fedtrain advise``; prints a table (or ``--json``); returns the exit status."""
+    from fedtrain.results import ResultsStore, jsonable
+    from fedtrain.sweep import load_config_data
+
+    if list(args.method) != ["mrmtl"]:
+        raise ValueError(f"fedtrain advise predicts MR-MTL's lambda; --method must be mrmtl (got {args.method})")
+    configs = configs_from_args(args)
+    data = load_config_data(configs[0], args.data_dir)
+    store = ResultsStore(args.results) if (args.check and args.results) else None
+    report = advise_and_check(data, configs, check=args.check, store=store, progress=args.progress)
     if args.json:
         print(json.dumps(jsonable({"dataset": args.dataset, "real_data": bool(data.real), "advice": report}),
                          allow_nan=False), file=out)

@@ -36,13 +36,14 @@ def test_nearest_grid_error():
     assert nearest_grid_error(curve, math.inf) == 4.0
 
 
-def test_cli_advise_check_json():
+def test_cli_advise_check_json(tmp_path):
     out = io.StringIO()
     import contextlib
 
     with contextlib.redirect_stdout(out):
         rc = main(["advise", "--dataset", "gaussian", "-D", "num_silos=8", "-D", "n=50", "--eps", "1,inf",
                    "--rounds", "3", "--batch-size", "10", "--delta", "1e-3", "--lam", "0,1", "--check", "--json",
+                   "--results", str(tmp_path),
                    "--no-progress"])
     assert rc == 0
     d = json.loads(out.getvalue().strip().splitlines()[-1])
