@@ -16,8 +16,10 @@ Gaussian profile (Balle & Wang); ``"rdp"``: RDP + Lemma A.2 (the paper's Fig. 7 
 for add/remove-one adjacency with L2 sensitivity c.
 
 **τ².**  Either given, or estimated from the silos' private releases ``ŵ_k`` (post-processing, no privacy
-cost) by the heterogeneous method of moments ``τ̂² = [S − (1 − 1/K)Σ_k σ̃_k²]/(K − 1)``,
-``S = Σ_k (ŵ_k − w̄)²`` (unbiased; clipped at 0, where λ* = ∞).  The uncertainty of everything derived from
+cost).  Default ``tau2_method="reml"``: restricted maximum likelihood under ``ŵ_k ~ N(θ, τ² + σ̃_k²)`` (θ
+profiled out by precision weighting), which weights each release by its precision; ``"moment"``: the
+unweighted method of moments ``τ̂² = [S − (1 − 1/K)Σ_k σ̃_k²]/(K − 1)``, ``S = Σ_k (ŵ_k − w̄)²`` (unbiased, but
+one very noisy silo dominates it).  Both are clipped at 0 (λ* = ∞).  The uncertainty of everything derived from
 τ̂² is a parametric bootstrap: releases are redrawn from the fitted model and the whole estimate redone;
 the report gives 10 % and 90 % quantiles.
 """
@@ -32,7 +34,8 @@ from fedtheory._validation import as_float_array, check_choice, check_integer_at
 from fedtheory.mean_estimation import local_variance
 from fedtheory.mean_estimation.heterogeneous import mse_heterogeneous, optimal_lambdas_heterogeneous
 
-__all__ = ["CALIBRATIONS", "Advice", "noise_std", "estimate_tau2_heterogeneous", "advise_from_variances", "advise"]
+__all__ = ["CALIBRATIONS", "Advice", "noise_std", "estimate_tau2_heterogeneous", "estimate_tau2_reml",
+           "advise_from_variances", "advise"]
 
 CALIBRATIONS = ("analytic", "rdp", "classic")
 
@@ -66,6 +69,26 @@ def estimate_tau2_heterogeneous(releases, sigma_loc2):
     S = ((w - w.mean(axis=-1, keepdims=True)) ** 2).sum(axis=-1)
     out = (S - (1.0 - 1.0 / K) * s.sum(axis=-1)) / (K - 1)
     return out.item() if np.ndim(out) == 0 else out
+
+
+def estimate_tau2_reml(releases, sigma_loc2) -> float:
+    """REML estimate of τ² from releases ``ŵ_k ~ N(θ, τ² + σ̃_k²)`` (1-d bounded search; ≥ 0)."""
+    from scipy import optimize
+
+    w = as_float_array("releases", releases).ravel()
+    s = np.broadcast_to(as_float_array("sigma_loc2", sigma_loc2), w.shape).astype(float)
+    if w.size < 2:
+        raise ValueError(f"releases needs K >= 2 silos (got {w.size})")
+
+    def neg(t2):
+        v = t2 + s
+        p = 1.0 / v
+        th = float((p * w).sum() / p.sum())
+        return 0.5 * (np.log(v).sum() + np.log(p.sum()) + (p * (w - th) ** 2).sum())
+
+    hi = max(float(np.var(w, ddof=1)) * 10.0, float(s.max()), 1e-12)
+    res = optimize.minimize_scalar(neg, bounds=(0.0, hi), method="bounded", options={"xatol": hi * 1e-10})
+    return float(res.x) if neg(res.x) < neg(0.0) else 0.0
 
 
 @dataclass(frozen=True)
@@ -104,8 +127,12 @@ def _core(s: np.ndarray, tau2: float):
 
 
 def advise_from_variances(sigma_loc2, tau2: Optional[float] = None, releases=None, *, bootstrap: int = 200,
-                          seed: int = 0) -> Advice:
-    """The advice for known local variances ``σ̃_k²`` and either ``tau2`` or the private ``releases`` ŵ_k."""
+                          seed: int = 0, tau2_method: str = "reml") -> Advice:
+    """The advice for known local variances ``σ̃_k²`` and either ``tau2`` or the private ``releases`` ŵ_k
+    (τ² then estimated by ``tau2_method``: ``"reml"`` or ``"moment"``)."""
+    check_choice("tau2_method", tau2_method, ("reml", "moment"))
+    est = (estimate_tau2_reml if tau2_method == "reml"
+           else lambda w_, s_: float(estimate_tau2_heterogeneous(w_, s_)))
     s = as_float_array("sigma_loc2", sigma_loc2).ravel()
     if s.size < 2 or (s <= 0).any():
         raise ValueError("sigma_loc2 must hold K >= 2 positive local variances (one per silo)")
@@ -116,7 +143,7 @@ def advise_from_variances(sigma_loc2, tau2: Optional[float] = None, releases=Non
         w = as_float_array("releases", releases).ravel()
         if w.shape != s.shape:
             raise ValueError(f"releases must hold one value per silo ({s.size}; got {w.size})")
-        tau2 = max(0.0, float(estimate_tau2_heterogeneous(w, s)))
+        tau2 = max(0.0, est(w, s))
     else:
         tau2 = float(as_float_array("tau2", tau2))
         if tau2 < 0:
@@ -128,7 +155,7 @@ def advise_from_variances(sigma_loc2, tau2: Optional[float] = None, releases=Non
         bootstrap = int(check_integer_at_least("bootstrap", bootstrap, 10))
         rng = np.random.default_rng(seed)
         w_b = np.sqrt(t2) * rng.standard_normal((bootstrap, s.size)) + np.sqrt(s) * rng.standard_normal((bootstrap, s.size))
-        t_b = np.maximum(np.asarray(estimate_tau2_heterogeneous(w_b, s)), 1e-300)
+        t_b = np.maximum(np.array([est(row, s) for row in w_b]), 1e-300)
         res = [_core(s, float(t)) for t in t_b]
         # realised gains under the *true* (fitted) model when λ is chosen from a re-estimated τ²
         g_loc = [float(np.mean(loc - mse_heterogeneous(r[0], s, t2, per_silo=True))) for r in res]
@@ -140,7 +167,7 @@ def advise_from_variances(sigma_loc2, tau2: Optional[float] = None, releases=Non
 
 
 def advise(n, eps, delta, *, sigma2=1.0, clip: float = 1.0, tau2: Optional[float] = None, releases=None,
-           calibration: str = "analytic", bootstrap: int = 200, seed: int = 0) -> Advice:
+           calibration: str = "analytic", bootstrap: int = 200, seed: int = 0, tau2_method: str = "reml") -> Advice:
     """λ*_k (App. E.5) and predicted gains for silos of sizes ``n_k`` with budgets ``(ε_k, δ_k)``.
 
     Parameters
@@ -162,4 +189,4 @@ def advise(n, eps, delta, *, sigma2=1.0, clip: float = 1.0, tau2: Optional[float
     sigma2 = np.broadcast_to(check_positive("sigma2", sigma2), (K,))
     sdp = noise_std(eps, delta, clip, calibration)
     s = np.asarray(local_variance(sigma2, n, sdp**2), dtype=float)
-    return advise_from_variances(s, tau2, releases, bootstrap=bootstrap, seed=seed)
+    return advise_from_variances(s, tau2, releases, bootstrap=bootstrap, seed=seed, tau2_method=tau2_method)
