@@ -380,3 +380,25 @@ def test_tight_dpsgd_untuned_uses_pld():
     assert e_tight < e_rdp
     with pytest.raises(ValueError, match="bound"):
         T.tuned_epsilon(1.0, 1e-5, "none", bound="exact")
+
+
+# ------------------------------------------------------------------ Prop. F.1 (fixed h)
+
+@pytest.mark.parametrize("eps,h", [(0.5, 3), (1.0, 10), (0.1, 50)])
+def test_prop_f1_fixed_h_lower_bound(eps, h):
+    """The construction's best-of-h: pure-DP ε is exactly hε (log-likelihood ratio of output 0), its exact Rényi
+    divergence is ≥ the printed ε̂(α), and the base mechanism is exactly ε-DP; random h (TNB) at E[h] = h is cheaper."""
+    p1, q1 = T.fixed_h_example(eps, 1)
+    assert np.log(p1 / q1).max() == pytest.approx(eps) and np.log(q1 / p1).max() == pytest.approx(eps)
+    p, q = T.fixed_h_example(eps, h)
+    assert np.log(p[0] / q[0]) == pytest.approx(h * eps)
+    orders = np.array([1.5, 2.0, 5.0, 20.0, 100.0])
+    exact = T.finite_rdp(p, q, orders)
+    printed = T.fixed_h_lower_bound(eps, orders, h)
+    assert (exact >= printed - 1e-9).all()
+    # the lower bound is the output-0 term alone: equality up to the (positive) output-1 term
+    single = (orders * np.log(p[0]) + (1 - orders) * np.log(q[0])) / (orders - 1)
+    assert np.allclose(single, printed)
+    if h >= 10:
+        base = T.finite_rdp(p1, q1, orders)
+        assert T.tuned_rdp(orders, base, "tnb", float(h), 1.0)[-1] < exact[-1]

@@ -91,6 +91,8 @@ __all__ = [
     "calibration_table",
     "exact_tuned_rdp",
     "finite_rdp",
+    "fixed_h_lower_bound",
+    "fixed_h_example",
 ]
 
 #: Laws for the number of runs ``h``; ``"none"`` means a single run (no tuning, ``h ≡ 1``).
@@ -644,3 +646,34 @@ def finite_rdp(p, q, orders) -> np.ndarray:
         return out
 
     return np.maximum(d(p, q), d(q, p))
+
+
+# ----------------------------------------------------------------------------------------------------
+# Prop. F.1 (P&S Prop. 17): with h fixed, best-of-h can cost h-fold composition
+# ----------------------------------------------------------------------------------------------------
+
+def fixed_h_lower_bound(eps, order, h):
+    """Printed Prop. F.1 lower bound ``ε̂(α) = hε − h log(1 + e^{−ε})/(α − 1)`` on the RDP of best-of-h (fixed h)."""
+    eps = check_positive("eps", eps)
+    order = as_float_array("order", order)
+    if (order <= 1).any():
+        raise ValueError(f"order must be > 1 (got {order.min()!r})")
+    h = check_integer_at_least("h", h, 1)
+    out = h * eps - h * np.log1p(np.exp(-eps)) / (order - 1.0)
+    return out.item() if np.ndim(out) == 0 else out
+
+
+def fixed_h_example(eps: float, h: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (ε, 0)-DP base mechanism behind Prop. F.1, and its best-of-h output laws (worst output first).
+
+    Base M: two outputs, "bad" (0) and "good" (1), with ``P_D(0) = 1/(1+e^{−ε})``, ``P_D'(0) = e^{−ε}/(1+e^{−ε})``
+    (likelihood ratios e^{±ε}: exactly ε-DP).  Best-of-h outputs 0 only if all h runs do, so
+    ``P(0) = P_M(0)^h`` on each input: the ratio is e^{hε}, i.e. no better than hε-DP, and the Rényi divergence
+    at order α is at least the contribution of that output, which is exactly :func:`fixed_h_lower_bound`.
+    Returns ``(p, q)``: best-of-h output laws on D and D' (outputs 0, 1).
+    """
+    eps = float(check_positive("eps", eps))
+    h = int(check_integer_at_least("h", h, 1))
+    p0 = 1.0 / (1.0 + math.exp(-eps))
+    q0 = math.exp(-eps) / (1.0 + math.exp(-eps))
+    return np.array([p0**h, 1.0 - p0**h]), np.array([q0**h, 1.0 - q0**h])
