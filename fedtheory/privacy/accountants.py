@@ -180,7 +180,8 @@ def _rdp_window(acc: Accountant, event_of_noise, delta: float, half_width: int =
     """ε(z) on a sliding window of orders around the current optimum (a fresh window per calibration).
 
     The minimum over a subset of orders is ≥ the minimum over all of them, so a z certified by the
-    window is also certified by the full grid; the window slides while the optimum sits on its edge.
+    window is also certified by the full grid; the window slides while the optimum sits on its edge
+    (the curve at a given z is computed once per order).
     """
     state = {"best": None}
 
@@ -192,9 +193,15 @@ def _rdp_window(acc: Accountant, event_of_noise, delta: float, half_width: int =
             return math.inf
         orders = _orders_of(event)
         n = len(orders)
+        curve = np.full(n, np.nan)
 
         def on(idx):
-            e, order = _rdp_eps_at(event, delta, orders[idx])
+            missing = idx[np.isnan(curve[idx])]
+            if missing.size:
+                curve[missing] = rdp_curve(event, orders[missing])
+            if not curve[idx].any():
+                return 0.0, -1
+            e, order = rdp_to_epsilon(orders[idx], curve[idx], delta)
             best = int(idx[np.searchsorted(orders[idx], order)]) if np.isfinite(e) and e > 0 else -1
             return e, best
 
