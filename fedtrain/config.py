@@ -50,7 +50,7 @@ __all__ = [
 ENGINE_VERSION = 2  # 2: deterministic calibration (privacy ledger) changes noise multipliers
 
 METHODS = ("local", "fedavg", "finetune", "mrmtl", "ditto", "mocha", "ifca", "ifca-mrmtl")
-ACCOUNTANTS = ("rdp", "pld", "prv")
+from fedtheory.privacy.accountants import ACCOUNTANTS  # noqa: E402  (the one registry of accountants)
 #: ``clip-together``: the MR-MTL proximal gradient λ(w_k − w̄) is added to every example's gradient
 #: before per-example clipping (the paper's released code).  ``post-noise``: it is added after
 #: clipping and noising (Sec. 5's written update; free post-processing).

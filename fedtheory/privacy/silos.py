@@ -9,8 +9,9 @@ record of silo k's training set** (what the subsampled-Gaussian accountants cove
 Step count (follows the paper's released code, ``kenziyuliu/private-cross-silo-fl``): one local epoch
 is ``max(1, ⌊n_k/B⌋)`` DP-SGD steps, so a silo takes ``max(1, ⌊n_k/B⌋) · local_epochs · rounds`` steps,
 plus ``extra_steps`` (e.g. Ditto's second local pass).  The released code runs ``T+1`` rounds
-(indices ``0..T``): pass ``rounds=T+1`` to reproduce its budgets.  The training engine runs exactly
-:func:`silo_steps` steps per silo, so the accounting matches what is executed.  Because ``q_k`` and
+(indices ``0..T``): pass ``rounds=T+1`` to reproduce its budgets.  The training engine
+(:mod:`fedtrain.ledger`) records the steps each silo actually runs in a per-silo ledger and stops a
+run whose ledger differs from the plan its noise was calibrated for.  Because ``q_k`` and
 the step count differ across silos, silos with the same ``(ε, δ)`` but different ``n_k`` need
 different noise multipliers (MR-MTL Appendix A).
 """

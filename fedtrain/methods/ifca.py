@@ -66,8 +66,6 @@ class IFCA(Method):
         """ε_sel,k = ``select_eps_frac``·ε_k of configuration ``i`` (∞ for a non-private silo)."""
         return self.tr.configs[i].select_eps_frac * self.tr.eps[i]
 
-    select_eps = selection_eps  # older name
-
     def privacy_plan(self) -> ledger.PrivacyPlan:
         """DP-SGD steps as every method, plus ``selections`` exponential-mechanism selections per silo."""
         base = super().privacy_plan()
