@@ -209,15 +209,19 @@ def _rdp_window(acc: Accountant, event_of_noise, delta: float, half_width: int =
             e, state["best"] = on(np.unique(np.r_[np.arange(0, n, 8), n - 1]))
             if state["best"] < 0:
                 return e
+        center, last = state["best"], None
         while True:
-            lo, hi = max(0, state["best"] - half_width), min(n, state["best"] + half_width + 1)
+            lo, hi = max(0, center - half_width), min(n, center + half_width + 1)
             e, best = on(np.arange(lo, hi))
             if best < 0:
                 return e
-            moved = best != state["best"]
             state["best"] = best
-            if not moved or (best != lo and best != hi - 1) or best in (0, n - 1):
+            if (best != lo and best != hi - 1) or best in (0, n - 1) or best == last:
                 return e
+            # the optimum sits on the window's edge: move the window on, past it (orders already
+            # computed at this z are reused)
+            last = best
+            center = min(max(best + (half_width if best == hi - 1 else -half_width), 0), n - 1)
 
     return eps
 
@@ -250,9 +254,11 @@ def _prv_epsilon(event: DpEvent, delta: float) -> float:
             raise ValueError(f"the prv accountant cannot account for {type(leaf).__name__}; use accountant='rdp'")
     acc = PRVAccountant()
     acc.history = history
-    # at q = 1 Opacus' PRV domain evaluates log(0) for the (empty) non-sampled branch: harmless, silenced
+    # at q = 1 Opacus' PRV domain evaluates log(0) for the (empty) non-sampled branch, and its domain
+    # sizing (an RDP bound) may warn that its optimal order is the largest: both harmless, silenced
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.filterwarnings("ignore", message="Optimal order is the largest alpha", category=UserWarning)
         return float(acc.get_epsilon(delta, eps_error=0.01))
 
 
