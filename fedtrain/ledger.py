@@ -89,6 +89,10 @@ class PrivacyPlan:
         object.__setattr__(self, "dpsgd_steps", steps)
         object.__setattr__(self, "selections", sel)
 
+    def events(self, z, q, selection_eps=0.0) -> list[DpEvent]:
+        """The plan as one DpEvent per silo (:func:`silo_event`) at noise multipliers ``z``."""
+        return _events(self.dpsgd_steps, self.selections, z, q, selection_eps)
+
 
 @dataclass
 class SiloLedger:
@@ -138,6 +142,10 @@ class SiloLedger:
                     f"privacy ledger differs from the plan: silo {k} ran {int(done[k])} {name}, the noise was "
                     f"calibrated for {int(planned[k])} ({bad.size} silo(s) differ)")
 
+    def events(self, z, q, selection_eps=0.0) -> list[DpEvent]:
+        """What ran, as one DpEvent per silo (:func:`silo_event`) at noise multipliers ``z``."""
+        return _events(self.dpsgd_steps, self.selections, z, q, selection_eps)
+
     def summary(self, q: np.ndarray) -> dict:
         """JSON-safe per-silo record: sampling rates charged, DP-SGD steps and selections run."""
         return {"sample_rates": [float(v) for v in q], "dpsgd_steps": [int(v) for v in self.dpsgd_steps],
@@ -152,6 +160,12 @@ def silo_event(noise_multiplier: float, sample_rate: float, dpsgd_steps: int, se
     """The DpEvent of one silo: ``dpsgd_steps`` DP-SGD steps composed with ``selections`` ε_sel-selections."""
     return compose(dpsgd_event(noise_multiplier, sample_rate, int(dpsgd_steps)),
                    selection_event(selection_eps, int(selections)))
+
+
+def _events(steps, selections, z, q, selection_eps) -> list[DpEvent]:
+    k = len(steps)
+    z, q, se = _per_silo("z", z, k), _per_silo("q", q, k), _per_silo("selection_eps", selection_eps, k)
+    return [silo_event(z[i], q[i], steps[i], selections[i], se[i]) for i in range(k)]
 
 
 def _per_silo(name: str, value, k: int) -> np.ndarray:

@@ -50,6 +50,16 @@ def test_results_come_from_the_ledger_and_name_accountant_and_adjacency(data):
         assert r.eps_spent[k] == acc.epsilon(ev, 1e-4) and 0.99 * 2.0 <= r.eps_spent[k] <= 2.0
     i = run(cfg("ifca", rounds=10, select_frac=0.3), data)
     assert i.ledger["selections"] == [3] * 5
+    # the plan, as events, is what the ledger recorded
+    plan = ledger.PrivacyPlan(np.maximum(1, data.train_sizes // 8) * 10, 3)
+    done = ledger.SiloLedger(5, plan)
+    done.record_dpsgd(i.steps)
+    done.record_selections(3)
+    sel = 0.03 * 2.0
+    assert plan.events(i.noise_multipliers, i.ledger["sample_rates"], sel) == done.events(
+        i.noise_multipliers, i.ledger["sample_rates"], sel)
+    for k, ev in enumerate(done.events(i.noise_multipliers, i.ledger["sample_rates"], sel)):
+        assert A.get_accountant("rdp").epsilon(ev, 1e-4) == i.eps_spent[k]
 
 
 @pytest.mark.parametrize("change", [+1, -1])
