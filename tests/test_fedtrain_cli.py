@@ -191,3 +191,17 @@ def test_register_command(capsys):
         assert main(["hello", "--name", "y"]) == 0 and "hello y" in capsys.readouterr().out
     finally:
         cli._COMMANDS.pop("hello")
+
+
+def test_api_page_lists_every_field_with_its_range():
+    """The reference page's field table is the declarations' (regenerate it when a field changes)."""
+    from pathlib import Path
+
+    from fedtrain.methods.registry import option_params
+    from fedtrain.params import describe_fields
+
+    page = (Path(__file__).resolve().parents[1] / "book" / "api_fedtrain_data_cli.md").read_text()
+    for name, rng, default, _ in describe_fields(RunConfig):
+        assert f"| `{name}` |" in page and f"| {rng} | {default} |" in page, name
+    for name, (p, _, _) in option_params().items():
+        assert f"| `{name}` |" in page and f"| {p.range_text()} |" in page, name

@@ -95,6 +95,10 @@ def test_atomic_write_failure_keeps_old_row(tmp_path, monkeypatch):
 def test_unwritable_results_folder_fails_before_training(tmp_path):
     import os
 
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="results folder .*sub is not writable"):  # cannot be created below a file
+        run_sweep([RunConfig(**BASE)], store=tmp_path / "file" / "sub", runner=lambda cs, d: pytest.fail("trained"),
+                  progress=False)
     ro = tmp_path / "ro"
     ro.mkdir()
     os.chmod(ro, 0o500)
@@ -105,9 +109,6 @@ def test_unwritable_results_folder_fails_before_training(tmp_path):
             run_sweep([RunConfig(**BASE)], store=ro, runner=lambda cs, d: pytest.fail("trained"), progress=False)
     finally:
         os.chmod(ro, 0o700)
-    with pytest.raises(ValueError, match="not writable"):  # a folder below a file cannot be created
-        (tmp_path / "file").write_text("x")
-        ResultsStore(tmp_path / "file" / "sub").check_writable()
 
 
 def test_sweep_interrupt_and_resume(tmp_path):
