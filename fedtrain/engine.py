@@ -415,6 +415,6 @@ def run_many(configs: Sequence[RunConfig], data: FederatedData, *, progress: boo
         for start in range(0, len(idx), max_batch):
             chunk = idx[start:start + max_batch]
             for i, r in zip(chunk, _run_group([configs[i] for i in chunk], data, progress, keep_models)):
-                r.data = summary
+                r.data = dict(summary)
                 out[i] = r
     return out  # type: ignore[return-value]

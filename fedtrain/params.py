@@ -24,7 +24,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from fedtheory.validation import MAX_EXACT_INT
 
-__all__ = ["Param", "param", "params_of", "describe_fields", "add_flag", "flag_name", "parse_list"]
+__all__ = ["Param", "param", "params_of", "describe_fields", "add_flag", "cli_param", "flag_name",
+           "parse_list", "validate_fields"]
 
 
 def _num(v: float) -> str:
@@ -185,8 +186,14 @@ def param(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclas
     return dataclasses.field(**kw)
 
 
+_PARAMS_CACHE: dict[type, dict[str, tuple[Param, Any]]] = {}
+
+
 def params_of(cls: type) -> dict[str, tuple[Param, Any]]:
-    """``{field name: (Param, default)}`` of a dataclass whose fields were made with :func:`param`."""
+    """``{field name: (Param, default)}`` of a dataclass whose fields were made with :func:`param` (cached;
+    treat as read-only)."""
+    if cls in _PARAMS_CACHE:
+        return _PARAMS_CACHE[cls]
     out = {}
     for f in dataclasses.fields(cls):
         p = f.metadata.get("param")
@@ -199,6 +206,7 @@ def params_of(cls: type) -> dict[str, tuple[Param, Any]]:
         else:
             default = dataclasses.MISSING
         out[f.name] = (p, default)
+    _PARAMS_CACHE[cls] = out
     return out
 
 
@@ -249,6 +257,11 @@ def _scalar(p: Param, name: str) -> Callable[[str], Any]:
     return parse
 
 
+def cli_param(p: Param) -> Param:
+    """The declaration as the command line applies it (no per-silo sequences: one number per flag value)."""
+    return dataclasses.replace(p, per_silo=False) if p.per_silo else p
+
+
 def add_flag(group: Any, name: str, p: Param, default: Any, *, as_list: bool, extra_help: str = "",
              flags: Iterable[str] = ()) -> None:
     """Add the flag of field ``name`` to an argparse group: help = description, valid range and default.
@@ -257,6 +270,7 @@ def add_flag(group: Any, name: str, p: Param, default: Any, *, as_list: bool, ex
     when ``as_list`` (comma-separated values, e.g. a sweep axis).
     """
     names = list(flags) or list(p.flags) or [flag_name(name)]
+    p = cli_param(p)  # one number per flag value on the command line (per-silo budgets: the Python API)
     help_text = f"{p.help}{extra_help}. Valid: {p.range_text()}{'; comma-separated list' if as_list else ''}. " \
                 f"Default: {_default_text(p, default)}"
     kw: dict[str, Any] = dict(dest=name, default=None, help=help_text.replace("%", "%%"),

@@ -223,7 +223,7 @@ def summarize(rows: Iterable["RunResult"], by: Sequence[str] = ("method", "eps",
 
     Each output dict holds the ``by`` fields, ``mean``, ``std`` (sample std, ddof=1; 0 for one run),
     ``n`` (runs averaged), ``seeds``, ``diverged`` (seeds whose metric is not finite: reported, never
-    averaged; ``mean`` is NaN when every run diverged), ``metric`` and ``eps_spent_max`` (largest per-silo
+    averaged; ``mean`` and ``std`` are NaN when every run diverged), ``metric`` and ``eps_spent_max`` (largest per-silo
     ε certified in the group).  A configuration listed twice (same key) counts once.
     """
     groups: "OrderedDict[tuple, list]" = OrderedDict()
@@ -240,7 +240,7 @@ def summarize(rows: Iterable["RunResult"], by: Sequence[str] = ("method", "eps",
         spent = [float(e) for r in rs for e in (r.eps_spent if r.eps_spent is not None else [])]
         entry = {b: getattr(rs[0].config, b) for b in by}
         entry.update(mean=float(vals.mean()) if len(vals) else math.nan,
-                     std=float(vals.std(ddof=1)) if len(vals) > 1 else 0.0,
+                     std=float(vals.std(ddof=1)) if len(vals) > 1 else 0.0 if len(vals) else math.nan,
                      n=len(vals), seeds=[r.config.seed for r in ok],
                      diverged=[r.config.seed for r in rs if r.diverged],
                      metric=rs[0].metric, eps_spent_max=max(spent) if spent else None)

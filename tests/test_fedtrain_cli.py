@@ -60,7 +60,7 @@ def test_sweep_store_and_resume(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv,match", [
-    (["run", *TINY, "--method", "mrmtl", "--eps", "-1"], "eps must be a number > 0 (inf allowed)"),
+    (["run", *TINY, "--method", "mrmtl", "--eps", "-1"], "eps must be a number > 0 (inf allowed) (got '-1')"),
     (["run", *TINY, "--method", "mrmtl", "--eps", "-inf"], "eps must be a number > 0 (inf allowed)"),
     (["run", *TINY, "--method", "mrmtl", "--eps=-inf"], "eps must be a number > 0 (inf allowed)"),
     (["run", *TINY, "--method", "mrmtl", "--eps", "nan"], "eps must be a number > 0"),
@@ -109,7 +109,7 @@ def test_help_lists_every_field_with_range_and_default(capsys):
     """``fedtrain run --help`` lists every RunConfig field and every method option, each with its valid range and
     its default, generated from the declarations (fedtrain.params)."""
     from fedtrain.methods.registry import option_params
-    from fedtrain.params import params_of
+    from fedtrain.params import cli_param, params_of
 
     with pytest.raises(SystemExit):
         main(["run", "--help"])
@@ -119,7 +119,7 @@ def test_help_lists_every_field_with_range_and_default(capsys):
             "--" + name.replace("_", "-")
         assert flag in text, name
         if name not in ("dataset", "dataset_options"):
-            assert "".join(f"Valid: {p.range_text()}".split()) in text, name
+            assert "".join(f"Valid: {cli_param(p).range_text()}".split()) in text, name
     assert "Default:0.01" in text and "Default:thepaper'sforthedataset,else200" in text
 
 

@@ -67,6 +67,7 @@ class MethodSpec:
 
 
 METHOD_REGISTRY: dict[str, MethodSpec] = {}
+_OPTIONS: dict[str, tuple[Param, Any, tuple[str, ...]]] = {}  # cache of option_params()
 
 
 def register_method(spec: MethodSpec) -> MethodSpec:
@@ -79,6 +80,7 @@ def register_method(spec: MethodSpec) -> MethodSpec:
             if q is not None and q[0] != p:
                 raise ValueError(f"option {name!r} of {spec.name!r} differs from {other.name!r}'s")
     METHOD_REGISTRY[spec.name] = spec
+    _OPTIONS.clear()
     return spec
 
 
@@ -122,10 +124,11 @@ def get_method(name: str) -> type:
 
 
 def option_params() -> dict[str, tuple[Param, Any, tuple[str, ...]]]:
-    """Every option of every registered method: ``{name: (Param, default, methods having it)}``."""
-    out: dict[str, tuple[Param, Any, tuple[str, ...]]] = {}
-    for m, spec in METHOD_REGISTRY.items():
-        for name, (p, d) in params_of(spec.options).items():
-            prev = out.get(name)
-            out[name] = (p, d, (prev[2] if prev else ()) + (m,))
-    return out
+    """Every option of every registered method: ``{name: (Param, default, methods having it)}`` (a cached
+    read-only view; do not modify)."""
+    if not _OPTIONS:
+        for m, spec in METHOD_REGISTRY.items():
+            for name, (p, d) in params_of(spec.options).items():
+                prev = _OPTIONS.get(name)
+                _OPTIONS[name] = (p, d, (prev[2] if prev else ()) + (m,))
+    return _OPTIONS
