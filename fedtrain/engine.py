@@ -123,7 +123,7 @@ def _per_silo(name: str, value, k: int) -> np.ndarray:
 def resolve_budgets(config: RunConfig, data: FederatedData) -> tuple[np.ndarray, np.ndarray]:
     """Per-silo ``(eps, delta)`` of ``config`` on ``data``; checks the paper's rule δ_k < n_k^{-1.1}.
 
-    ``delta=None`` → the dataset's paper δ (:data:`fedtrain.config.PAPER_DEFAULTS`) if the dataset
+    ``delta=None`` → the dataset's paper δ (:data:`fedtrain.presets.PAPER_DEFAULTS`) if the dataset
     name is known, else :func:`fedtrain.config.default_delta` of each silo's training size.
     """
     k, n = data.num_silos, data.train_sizes

@@ -124,3 +124,16 @@ def test_huge_silo_counts_are_rejected_not_wrapped():
     with pytest.raises(ValueError, match=r"K must be an integer in \[2, 2\^53\)"):
         mse(1.0, 0.1, 0.01, 2**63)
     assert mse(1.0, 0.1, 0.01, 2**40) > 0
+
+
+def test_fedtrain_imports_no_private_fedtheory_module():
+    """fedtrain uses fedtheory's public API only (issue 8: the shared validation is public, fedtheory.validation)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "fedtrain"
+    pattern = re.compile(r"fedtheory(\.\w+)*\._\w+|from fedtheory(\.\w+)* import .*\b_\w+")
+    bad = [f"{p.relative_to(root.parent)}:{i}: {line.strip()}" for p in sorted(root.rglob("*.py"))
+           for i, line in enumerate(p.read_text().splitlines(), 1)
+           if pattern.search(line) and ("import" in line or "fedtheory" in line)]
+    assert bad == [], "\n".join(bad)
