@@ -72,6 +72,8 @@ __all__ = [
     "audit_one_run",
     "audit_many_runs",
     "broken_engine",
+    "near_cancelling_contributions",
+    "audit_near_cancelling",
 ]
 
 _EPS_MAX = 30.0  # the largest ε the searches consider (a lower bound above this is reported as 30)
@@ -358,3 +360,147 @@ def broken_engine(*, noise_factor: float = 1.0, clip: bool = True) -> Iterator[N
         yield
     finally:
         trainer.set_noise = original
+
+
+# --------------------------------------------------------------------------------------------------
+# near-cancelling canaries (issue 14, item 1): per-example clipping in clip-together mode
+# --------------------------------------------------------------------------------------------------
+def _near_cancelling_run(data: FederatedData, silo: int, included: np.ndarray, *, lam: float, lr: float,
+                         clip: float, residual: float, eps: float, delta: float, seed: int) -> dict:
+    """Craft, train and predict (see :func:`near_cancelling_contributions`); ``included`` (m,) bool."""
+    from fedtrain.engine import run
+
+    if data.task != "regression":
+        raise ValueError(f"near-cancelling canaries need a regression dataset (got task {data.task!r})")
+    if not 0 <= silo < data.num_silos:
+        raise ValueError(f"silo must be in 0..{data.num_silos - 1} (got {silo})")
+    for name, v in (("lam", lam), ("lr", lr), ("clip", clip), ("residual", residual)):
+        if not (math.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must be a positive finite number (got {v})")
+    included = np.asarray(included, dtype=bool)
+    m, d0 = included.size, data.dim
+    idx = np.flatnonzero(included)
+    p = d0 + m + 1  # features, canary dimensions, bias (last)
+    big = int(data.train_sizes.max() + m + 2) * 4
+    cfg = RunConfig(dataset=data.name, method="mrmtl", eps=eps, delta=delta, lam=lam, lr=lr, rounds=1,
+                    batch_size=big, clip=clip, prox_mode="clip-together", seed=seed)
+
+    def build(cx: np.ndarray, cy: np.ndarray) -> FederatedData:
+        pad = lambda x: np.hstack([x, np.zeros((x.shape[0], m))])  # noqa: E731
+        tx = [pad(x) for x in data.train_x]
+        ty = [np.asarray(y, dtype=float) for y in data.train_y]
+        tx[silo] = np.vstack([tx[silo], cx])
+        ty[silo] = np.concatenate([ty[silo], cy])
+        return FederatedData(data.name, "regression", tx, ty, [pad(x) for x in data.test_x], list(data.test_y),
+                             real=data.real, info=dict(data.info))
+
+    holder = build(np.zeros((idx.size, d0 + m)), np.zeros(idx.size))
+    n = holder.train_sizes.astype(float)
+    a = n / n.sum()
+    # Round 1 (one step from w = 0) is A + z·B coordinate-wise (B: the seed's noise draw, scaled): two
+    # one-round runs at different ε separate A and B, and the two-round run's own z gives its round 1.
+    ra, rb = (run(cfg.replace(eps=e), holder, keep_models=True) for e in (1.0, 4.0))
+    za, zb = float(ra.noise_multipliers[silo]), float(rb.noise_multipliers[silo])
+    two = run(cfg.replace(rounds=2), holder)
+    z2 = two.noise_multipliers
+    if not np.all(z2 == z2[silo]) or not np.all(ra.noise_multipliers == za):
+        raise RuntimeError("near-cancelling canaries: expected one noise multiplier for all silos (full batches)")
+    slope = (rb.models[:, :, 0] - ra.models[:, :, 0]) / (zb - za)
+    w1 = ra.models[:, :, 0] + (float(z2[silo]) - za) * slope  # (K, p): round 1 without canary contributions
+    dims = d0 + idx
+
+    def craft(shift: np.ndarray):
+        wk = w1[silo] + shift
+        wbar = a @ w1 + a[silo] * shift
+        P = lam * (wk - wbar)
+        xt = np.tile(P / P[-1], (idx.size, 1))
+        xt[np.arange(idx.size), dims] += -residual / P[-1]  # x̃ g + P = residual·e_j with g = −P_bias
+        y = xt @ wk + P[-1]
+        return wk, P, xt, y
+
+    shift = np.zeros(p)
+    for _ in range(500):  # the canaries' own round-1 step (w = 0, P = 0): −η/n Σ clip(−y x̃)
+        _, _, xt, y = craft(shift)
+        g = -y[:, None] * xt
+        fac = np.minimum(1.0, clip / (np.linalg.norm(g, axis=1) + 1e-6))
+        new = -lr / n[silo] * (fac[:, None] * g).sum(0)
+        if np.allclose(new, shift, rtol=1e-13, atol=1e-15):
+            break
+        shift = new
+    else:  # pragma: no cover - the map is a contraction for the documented settings
+        raise RuntimeError("near-cancelling canaries: the crafting fixed point did not converge")
+    wk, P, xt, y = craft(shift)
+    crafted = build(xt[:, :-1], y)
+    res = run(cfg.replace(rounds=2), crafted, keep_models=True)
+    w2 = res.models[silo, :, 0]
+    # float64 reference of round 2 for the audited silo, exact clipping, noise-free
+    X = np.hstack([crafted.train_x[silo], np.ones((int(n[silo]), 1))])
+    v = X * (X @ wk - crafted.train_y[silo])[:, None] + P
+    fac = np.minimum(1.0, clip / (np.linalg.norm(v, axis=1) + 1e-6))
+    ref = wk - lr / n[silo] * (fac[:, None] * v).sum(0)
+    return dict(result=res, w2=w2, ref=ref, v=v, fac=fac, P=P, dims=dims, n=n[silo], d0=d0, m=m)
+
+
+def near_cancelling_contributions(data: FederatedData, *, silo: int = 0, num_canaries: int = 8, lam: float = 1e5,
+                                  lr: float = 0.5, clip: float = 1.0, residual: float = 10.0, eps: float = 1e10,
+                                  delta: float = 1e-5, seed: int = 0) -> dict:
+    """Measure, through the public engine API, how much each planted near-cancelling canary contributes.
+
+    Set-up (MR-MTL, ``prox_mode="clip-together"``, full batches so that q_k = 1 and every round is one
+    DP-SGD step, 2 rounds, a huge ``eps`` so that the noise is small but clipping is on; the noise of
+    round 1 is known exactly, see below): in round 2 silo ``silo`` has the proximal gradient
+    P = λ(w_k − w̄).  Canary i is crafted so that its per-example gradient x̃_i(f_i − y_i) equals
+    ``−P + residual·e_{j_i}`` (e_{j_i} a dimension no other record uses): its clip-together vector
+    ``∇ℓ_i + P`` is ``residual·e_{j_i}`` (norm ``residual`` > c), a small difference of terms of size
+    ‖P‖: the situation of issue 14 item 1.  Correct clipping lets it contribute exactly ``clip``.
+
+    The crafting needs round 1's models: they come from one-round runs of the engine on the same
+    data with the canaries replaced by placeholder records (zero features and target: zero gradient at
+    w = 0); round 1 is one step from w = 0, linear in the noise multiplier z for a fixed seed, so two
+    runs at different ε give the round-1 model of the two-round run's own z, noise included.  The
+    canaries' own round-1 contributions are then added by a float64 fixed-point iteration.  A float64
+    reference of round 2 with exact clipping gives the predicted final model; the canary's measured
+    contribution along e_{j_i} is the reference's (``clip``) plus ``n_k/η`` times the engine's
+    deviation from the reference in dimension j_i (the round-2 noise, z·c·N(0,1) in these units, is
+    the measurement error: ≈ 2e-3 at the default ε).
+
+    P's size is ≈ λ·‖w_k − w̄‖ after one step; the canary's features are P/P_bias, so data whose silo
+    means differ (P mostly on the bias) keep the crafted records well conditioned in float32.
+
+    Returns a dict: ``contribution`` (measured / clip, one per canary; 1 when clipping is correct),
+    ``prox_norm`` (‖P‖ in round 2), ``reference_max_error`` (largest |engine − reference| over the
+    dimensions no canary uses, in the same units: how well the reference tracks the engine elsewhere).
+    """
+    out = _near_cancelling_run(data, silo, np.ones(int(num_canaries), dtype=bool), lam=lam, lr=lr, clip=clip,
+                               residual=residual, eps=eps, delta=delta, seed=seed)
+    dims, n = out["dims"], out["n"]
+    own = (out["fac"][-dims.size:, None] * out["v"][-dims.size:])[np.arange(dims.size), dims]
+    measured = own + n / lr * (out["ref"][dims] - out["w2"][dims])
+    others = np.setdiff1d(np.arange(out["ref"].size), dims)
+    err = np.abs(out["ref"][others] - out["w2"][others]).max() * n / lr / clip
+    return dict(contribution=measured / clip, prox_norm=float(np.linalg.norm(out["P"])), reference_max_error=float(err))
+
+
+def audit_near_cancelling(data: FederatedData, *, eps: float = 2.0, delta: float = 1e-5, silo: int = 0,
+                          num_canaries: int = 400, guesses: int = 100, lam: float = 1e5, lr: float = 0.5,
+                          clip: float = 1.0, residual: float = 10.0, canary_seed: int = 0, seed: int = 0,
+                          confidence: float = 0.95) -> AuditResult:
+    """One-run membership audit with near-cancelling canaries (each included with probability 1/2) at a
+    realistic ``eps``: the set-up of :func:`near_cancelling_contributions` (two full-batch MR-MTL rounds,
+    clip-together), the round-1 noise predicted exactly so that every included canary's clip-together
+    vector in round 2 is ``residual·e_{j_i}``.  Score: minus the final weight on the canary's dimension.
+    With correct clipping each canary moves it by at most ``η c / n_k`` per step; a clipping defect lets
+    it move by up to ``η·residual / n_k``, which the audit turns into a lower bound above the claim."""
+    rng = np.random.default_rng(canary_seed)
+    included = rng.random(int(num_canaries)) < 0.5
+    out = _near_cancelling_run(data, silo, included, lam=lam, lr=lr, clip=clip, residual=residual, eps=eps,
+                               delta=delta, seed=seed)
+    res = out["result"]
+    scores = -res.models[silo, out["d0"]:out["d0"] + out["m"], 0]
+    correct, r = one_run_guesses(scores, included, guesses - guesses // 2, guesses // 2)
+    dlt = float(res.delta[silo])
+    lb = one_run_epsilon_lower_bound(correct, r, int(num_canaries), dlt, confidence)
+    return AuditResult("one-run (near-cancelling canaries)", lb, float(res.eps_spent[silo]), dlt, confidence,
+                       dict(canaries=int(num_canaries), included=int(included.sum()), guesses=r, correct=correct,
+                            accuracy=correct / r, prox_norm=float(np.linalg.norm(out["P"])),
+                            noise_multiplier=float(res.noise_multipliers[silo]), steps=int(res.steps[silo])))

@@ -162,3 +162,59 @@ def test_many_run_audit_passes_and_catches(base):
     assert broken.caught, broken
     with pytest.raises(ValueError, match="method must be 'local'"):
         audit_many_runs(c.replace(method="mrmtl"), (x, y))
+
+
+# ------------------------------------------------------------------------------------------ near-cancelling canaries
+@pytest.fixture(scope="module")
+def offset_data():
+    """Silo means differ (targets +10 / −10): MR-MTL's P = λ(w_k − w̄) is then mostly on the bias, which
+    keeps the crafted records (features P/P_bias) well conditioned in float32."""
+    from fedtrain.data.base import FederatedData
+
+    d = tiny_federated("regression", num_silos=3, dim=3, n_range=(20, 30), seed=0)
+    off = [10.0, -10.0, -10.0]
+    return FederatedData(d.name, d.task, d.train_x, [y + o for y, o in zip(d.train_y, off)], d.test_x,
+                         [y + o for y, o in zip(d.test_y, off)], real=False)
+
+
+# Issue 14 item 1 (per-example clipping in clip-together mode) is fixed by a concurrent change to
+# fedtrain/models.py; on the unfixed engine these two tests fail (measured: every canary contributes
+# 10.0 c at ‖P‖ = 3.9e4, and the membership audit proves ε ≥ 2.17 against a claim of 2.0).
+NEAR_CANCEL_DEFECT = pytest.mark.xfail(
+    reason="issue 14 item 1: clip-together norm computed from the expanded form (fixed in fedtrain/models.py "
+           "by the hotpath change); remove this marker once it is merged", strict=False)
+
+
+@NEAR_CANCEL_DEFECT
+@pytest.mark.parametrize("lam", [1e2, 1e4, 1e5, 1e6])
+def test_near_cancelling_canaries_contribute_at_most_c(offset_data, lam):
+    """Every planted canary whose clip-together vector ∇ℓ + P has norm 10c (a small difference of terms
+    of size ‖P‖ ≈ 39·λ/100) contributes c along its own dimension, within the measurement error
+    (round-2 noise z·c·N(0,1) with z ≈ 2.3e-3: 4 SD ≈ 0.01).  Measured with a stable norm: 1.0000
+    (range 0.9984–1.0003 at ‖P‖ = 3.9e5)."""
+    from fedtrain.audit import near_cancelling_contributions
+
+    r = near_cancelling_contributions(offset_data, lam=lam)
+    assert r["prox_norm"] > 0.3 * lam
+    np.testing.assert_allclose(r["contribution"], 1.0, atol=0.01)
+
+
+def test_near_cancelling_measurement_catches_clipping_off(offset_data):
+    """Test of the test: with clipping off (rounds 1 and 2) the measured contributions are far from c
+    (measured: −293 c each, the unclipped round 1 having moved the model the crafting relied on)."""
+    from fedtrain.audit import near_cancelling_contributions
+
+    with broken_engine(clip=False):
+        r = near_cancelling_contributions(offset_data, lam=1e2)
+    assert np.abs(r["contribution"] - 1.0).min() > 1.0
+
+
+@NEAR_CANCEL_DEFECT
+def test_near_cancelling_membership_audit(offset_data):
+    """One-run audit with 400 near-cancelling canaries (residual 30c, ‖P‖ ≈ 2.8e5, claimed ε = 2): the
+    correctly clipped engine passes (measured with a stable norm: 55 % of guesses right, bound 0)."""
+    from fedtrain.audit import audit_near_cancelling
+
+    a = audit_near_cancelling(offset_data, eps=2.0, lam=1e6, residual=30.0)
+    assert a.details["prox_norm"] > 1e5
+    assert not a.caught, a
