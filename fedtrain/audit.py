@@ -74,6 +74,7 @@ __all__ = [
     "broken_engine",
     "near_cancelling_contributions",
     "audit_near_cancelling",
+    "full_batch_exact_epsilon",
 ]
 
 _EPS_MAX = 30.0  # the largest ε the searches consider (a lower bound above this is reported as 30)
@@ -187,6 +188,22 @@ def many_run_epsilon_lower_bound(false_pos: int, negatives: int, false_neg: int,
     return min(max(cands), _EPS_MAX), details
 
 
+def full_batch_exact_epsilon(noise_multiplier: float, steps: int, delta: float) -> float:
+    """The exact ε(δ) of ``steps`` full-batch DP-SGD steps (sampling rate 1) with noise multiplier z.
+
+    Each step is the Gaussian mechanism on a clipped sum (sensitivity c under add/remove, noise z·c);
+    T adaptive compositions of it are exactly one Gaussian mechanism with noise multiplier z/√T
+    (Dong, Roth and Su 2022, Gaussian DP: μ = √T/z), whose ε(δ) is the Balle–Wang (2018) exact value
+    (:func:`fedtheory.privacy.gaussian.gaussian_epsilon`).  An upper bound the audit of a full-batch run
+    can be compared with (the RDP accountant's ε is larger).
+    """
+    from fedtheory.privacy.gaussian import gaussian_epsilon
+
+    if not noise_multiplier > 0 or int(steps) < 1:
+        raise ValueError(f"noise_multiplier must be > 0 and steps >= 1 (got {noise_multiplier}, {steps})")
+    return float(gaussian_epsilon(float(noise_multiplier) / math.sqrt(int(steps)), float(delta)))
+
+
 # --------------------------------------------------------------------------------------------------
 # canaries
 # --------------------------------------------------------------------------------------------------
@@ -246,8 +263,8 @@ def with_isolated_canaries(data: FederatedData, silo: int | Sequence[int], num_c
 class AuditResult:
     """An audit's outcome: ``eps_lower`` holds with probability ≥ ``confidence``; ``eps_claimed`` and
     ``delta`` are what the engine reported for the audited silo(s).  ``caught`` is ``eps_lower > eps_claimed``.
-    ``details``: method-specific counts (one-run: canaries, guesses, correct; many-run: trials, FPR,
-    FNR and their upper limits, threshold)."""
+    ``details``: method-specific counts (one-run: canaries, guesses, correct, and the canaries'
+    ``scores`` and true ``membership``; many-run: trials, FPR, FNR and their upper limits, threshold)."""
 
     method: str
     eps_lower: float
@@ -284,7 +301,7 @@ def audit_one_run(config: RunConfig, data: FederatedData, *, silo: int = 0, num_
     return AuditResult("one-run", lb, float(res.eps_spent[silo]), delta, confidence,
                        dict(canaries=num_canaries, included=int(included.sum()), guesses=r, correct=correct,
                             accuracy=correct / r, noise_multiplier=float(res.noise_multipliers[silo]),
-                            steps=int(res.steps[silo])))
+                            steps=int(res.steps[silo]), scores=scores, membership=included[0]))
 
 
 def audit_many_runs(config: RunConfig, silo_data: tuple[np.ndarray, np.ndarray], *, num_silos: int = 100,
