@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fedtheory._validation import check_integer_at_least
+from fedtheory.validation import check_integer_at_least
 from fedtheory.privacy.accountants import get_accountant
 from fedtheory.privacy.calibration import calibrate
 from fedtheory.privacy.events import DpEvent, compose, dpsgd_event, selection_event

@@ -156,8 +156,8 @@ def _forget():
 def _privacy_rows(store, grid):
     out = []
     for c in grid:
-        res = store.get(c)["result"]
-        out.append((c.key(), res["noise_multipliers"], res["eps_spent"], res["test_metric"]))
+        res = store.get(c)  # a RunResult
+        out.append((c.key(), res.noise_multipliers.tolist(), res.eps_spent.tolist(), res.test_metric))
     return out
 
 
@@ -188,6 +188,6 @@ def test_resumed_and_uninterrupted_sweeps_store_identical_rows(data, tmp_path):
     assert _privacy_rows(parts, grid) == _privacy_rows(whole, grid)
     # and a configuration run alone equals its row in the sweep
     alone = run(grid[3], data)
-    row = whole.get(grid[3])["result"]
-    assert alone.noise_multipliers.tolist() == row["noise_multipliers"]
-    assert alone.eps_spent.tolist() == row["eps_spent"]
+    row = whole.get(grid[3])
+    assert alone.noise_multipliers.tolist() == row.noise_multipliers.tolist()
+    assert alone.eps_spent.tolist() == row.eps_spent.tolist()
