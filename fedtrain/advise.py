@@ -37,8 +37,8 @@ import numpy as np
 from fedtheory.advisor import Advice, advise_from_variances
 from fedtheory.privacy.random_walk import dp_gd_noise_variance
 
-__all__ = ["Prediction", "predict", "nearest_grid_error", "advise_and_check", "plot_check", "add_advise_parser",
-           "run_advise", "DEFAULT_CHECK_LAMS"]
+__all__ = ["Prediction", "predict", "nearest_grid_error", "advise_and_check", "plot_check", "register",
+           "configure_advise_parser", "run_advise", "DEFAULT_CHECK_LAMS"]
 
 #: λ grid of ``--check`` when ``--lam`` is not given.
 DEFAULT_CHECK_LAMS = (0.0, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
@@ -126,9 +126,29 @@ def predict(data, config, eps_values) -> list[Prediction]:
 # command line
 # --------------------------------------------------------------------------------------------------
 
-def add_advise_parser(sub, common: Callable[..., None]) -> argparse.ArgumentParser:
-    """Register ``fedtrain advise`` (``common`` adds ``fedtrain run``'s data/privacy/training options)."""
-    p = sub.add_parser("advise", help="predict MR-MTL's lambda* from the linear-regression theory (--check: sweep it)")
+def register() -> None:
+    """Add ``fedtrain advise`` to :mod:`fedtrain.cli` (``register_command``); called by ``fedtrain.cli``."""
+    from fedtrain import cli
+
+    def configure(p: argparse.ArgumentParser) -> None:
+        configure_advise_parser(p, cli._common)
+
+    def handler(args: argparse.Namespace) -> int:
+        import sys
+
+        from fedtrain.data.files import DatasetCorruptError, DatasetNotFoundError
+
+        try:
+            return run_advise(args, cli.configs_from_args, sys.stdout)
+        except (ValueError, DatasetNotFoundError, DatasetCorruptError) as exc:
+            raise SystemExit(f"fedtrain: error: {exc}") from None
+
+    cli.register_command("advise", "predict MR-MTL's lambda* from the linear-regression theory (--check: sweep it)",
+                         configure, handler)
+
+
+def configure_advise_parser(p: argparse.ArgumentParser, common: Callable[..., None]) -> argparse.ArgumentParser:
+    """``fedtrain advise``'s arguments: ``common`` adds ``fedtrain sweep``'s data/privacy/training options."""
     common(p, sweep=True)
     for action in p._actions:  # the method is MR-MTL; --lam is the --check grid
         if action.dest == "method":

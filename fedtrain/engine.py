@@ -2,8 +2,11 @@
 
 Every method of the MR-MTL paper (Sections 3–5, App. C–D) runs here at equal per-silo privacy
 budgets under *silo-specific sample-level DP*: each silo runs DP-SGD on its own records with a noise
-multiplier calibrated for its own (ε_k, δ_k), number of steps and Poisson sampling rate
-(:mod:`fedtrain.privacy`); everything the server does is post-processing.
+multiplier calibrated for its own (ε_k, δ_k), number of steps and Poisson sampling rate; everything
+the server does is post-processing.  Accounting (:mod:`fedtrain.ledger`): each method declares its
+privacy plan, the trainer appends every local pass (and IFCA's selections) to a per-silo ledger as
+it runs, a run whose ledger differs from its plan stops with ``LedgerMismatchError``, and
+``eps_spent`` is computed from the ledger.
 
 Vectorization: the parameters of all K silos — and of S configurations of a sweep (e.g. every
 λ × learning rate of one method) — are one tensor ``(S, K, p, o)``; one DP-SGD step updates all of
@@ -22,7 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from fedtrain import privacy
+from fedtrain import ledger
 from fedtrain.config import RunConfig, default_delta, paper_defaults
 from fedtrain.data.base import FederatedData
 from fedtrain.dpsgd import PoissonBatcher, dp_direction, draw_noise
@@ -36,17 +39,23 @@ _BATCHABLE = ("eps", "delta", "lam", "lr", "clip", "seed", "accountant")
 
 @dataclass
 class RunResult:
-    """The outcome of one run.
+    """The outcome of one run (what the results store holds, one JSON file per run).
 
     ``test_metric`` is the paper's metric (MSE for regression, accuracy otherwise) averaged over
-    silos weighted by their test counts (App. C.4); ``silo_metrics[k]`` is silo k's own.  Privacy:
+    silos weighted by their test counts (App. C.4); ``silo_metrics[k]`` is silo k's own.  A run whose
+    metric is not finite (NaN or inf: training diverged) has :attr:`diverged` set; summaries report it
+    and leave it out of means.  Privacy:
     ``noise_multipliers[k]`` (z_k; 0 for a non-private silo), ``eps_spent[k]`` (ε certified by
     ``accountant`` for the steps actually taken, ≤ the target), ``delta[k]``, ``steps[k]`` (DP-SGD
-    steps run by silo k, all passes included).  ``curve`` holds the test metric after the rounds in
+    steps run by silo k, all passes included), ``adjacency`` (the neighbouring-dataset notion the
+    guarantee is for, :data:`fedtrain.ledger.ADJACENCY`), ``ledger`` (per silo: the sampling rates
+    charged, DP-SGD steps and private selections run).  ``curve`` holds the test metric after the rounds in
     ``curve_rounds`` when ``config.eval_every > 0``.  ``wall_time`` is seconds (for a config run in a
     batch of S by :func:`run_many`: the batch's time divided by S).  ``extras``: method-specific
     (IFCA: ``clusters``, ``selections``, ``select_eps``).  ``models``: the final
     ``(K, d+1, o)`` weights each silo is evaluated with (bias last), only with ``keep_models=True``.
+    ``data``: what the data were (:meth:`fedtrain.data.base.FederatedData.summary`: name, real or
+    stand-in, sizes, and for real data the file read and its SHA-256).
     """
 
     config: RunConfig
@@ -64,43 +73,46 @@ class RunResult:
     curve: np.ndarray | None = None
     extras: dict = field(default_factory=dict)
     models: np.ndarray | None = None
+    adjacency: str = ledger.ADJACENCY
+    ledger: dict = field(default_factory=dict)
+    data: dict = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """The config's key (:meth:`RunConfig.key`), the results store's file name."""
+        return self.config.key()
+
+    @property
+    def diverged(self) -> bool:
+        """Whether training diverged (the test metric is NaN or infinite)."""
+        return not math.isfinite(self.test_metric)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict (arrays as lists, ``inf`` as ``"inf"``)."""
-        def conv(v):
-            if isinstance(v, np.ndarray):
-                return [conv(x) for x in v.tolist()]
-            if isinstance(v, (list, tuple)):
-                return [conv(x) for x in v]
-            if isinstance(v, dict):
-                return {k: conv(x) for k, x in v.items()}
-            if isinstance(v, float) and math.isinf(v):
-                return "inf" if v > 0 else "-inf"
-            if isinstance(v, (np.floating, np.integer)):
-                return conv(v.item())
-            return v
+        """The JSON-safe encoding (:func:`fedtrain.encoding.encode`: arrays as lists, ``inf``/``nan`` as strings)."""
+        from fedtrain.encoding import encode
 
-        out = {f.name: conv(getattr(self, f.name)) for f in dataclasses.fields(self)
-               if f.name not in ("config", "models")}
-        out["models"] = None if self.models is None else self.models.tolist()
-        out["config"] = self.config.to_dict()
+        out = {f.name: encode(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        out["key"] = self.key
         return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunResult":
-        def arr(v, dtype=float):
-            if v is None:
-                return None
-            return np.array([math.inf if x == "inf" else x for x in v], dtype=dtype)
+        """Inverse of :meth:`to_dict` (array fields back to numpy arrays; unknown keys are ignored)."""
+        from fedtrain.encoding import decode_float, decode_floats
 
-        return cls(config=RunConfig.from_dict(d["config"]), metric=d["metric"],
-                   test_metric=float(d["test_metric"]), silo_metrics=arr(d["silo_metrics"]),
-                   test_sizes=arr(d["test_sizes"], np.int64), noise_multipliers=arr(d["noise_multipliers"]),
-                   eps_spent=arr(d["eps_spent"]), delta=arr(d["delta"]), accountant=d["accountant"],
-                   steps=arr(d["steps"], np.int64), wall_time=float(d["wall_time"]),
-                   curve_rounds=arr(d.get("curve_rounds"), np.int64), curve=arr(d.get("curve")),
-                   extras=dict(d.get("extras", {})),
-                   models=None if d.get("models") is None else np.asarray(d["models"], dtype=float))
+        kw: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            if f.name not in d:
+                continue
+            v = d[f.name]
+            if f.name == "config":
+                v = RunConfig.from_dict(v)
+            elif "ndarray" in str(f.type):
+                v = None if v is None else np.asarray(decode_floats(v))
+            elif str(f.type) == "float":
+                v = decode_float(v)
+            kw[f.name] = v
+        return cls(**kw)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -118,7 +130,7 @@ def _per_silo(name: str, value, k: int) -> np.ndarray:
 def resolve_budgets(config: RunConfig, data: FederatedData) -> tuple[np.ndarray, np.ndarray]:
     """Per-silo ``(eps, delta)`` of ``config`` on ``data``; checks the paper's rule δ_k < n_k^{-1.1}.
 
-    ``delta=None`` → the dataset's paper δ (:data:`fedtrain.config.PAPER_DEFAULTS`) if the dataset
+    ``delta=None`` → the dataset's paper δ (:data:`fedtrain.presets.PAPER_DEFAULTS`) if the dataset
     name is known, else :func:`fedtrain.config.default_delta` of each silo's training size.
     """
     k, n = data.num_silos, data.train_sizes
@@ -161,12 +173,9 @@ def _check_compatible(config: RunConfig, data: FederatedData) -> None:
         raise ValueError("multiclass data need num_classes")
     if (data.train_sizes < 2).any():
         raise ValueError(f"every silo needs at least 2 training records (got min {data.train_sizes.min()})")
-    if config.method in ("ifca", "ifca-mrmtl"):
-        if config.num_clusters > data.num_silos:
-            raise ValueError(f"num_clusters must be <= the number of silos {data.num_silos} (got {config.num_clusters})")
-        if config.private and config.accountant != "rdp":
-            raise ValueError("IFCA composes DP-SGD with exponential-mechanism selections in RDP: "
-                             f"accountant must be 'rdp' for private IFCA (got {config.accountant!r})")
+    check = getattr(config.spec.cls, "check_config", None)  # the method's own checks (registry)
+    if check is not None:
+        check(config, data)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -198,8 +207,8 @@ class Trainer:
         out = data.num_classes if data.task == "multiclass" else 1
         self.model = LinearModel(data.dim, out, self.dtype, self.device)
         self.n = data.train_sizes
-        self.m = privacy.steps_per_epoch(self.n, cfg.batch_size)
-        q = privacy.sample_rates(self.n, cfg.batch_size)
+        self.m = ledger.steps_per_epoch(self.n, cfg.batch_size)
+        self.q = q = ledger.sample_rates(self.n, cfg.batch_size)  # the rate the ledger charges
         self.x, self.y = self._pad(data.train_x, data.train_y)
         self.xt, self.yt = self._pad(data.test_x, data.test_y)
         self.nt = data.test_sizes
@@ -209,7 +218,7 @@ class Trainer:
         self.train_mask = trmask.to(self.device, self.dtype)
         self.batcher = PoissonBatcher(self.x, self.y, torch.as_tensor(self.n, device=self.device),
                                       torch.as_tensor(q, device=self.device))
-        self.denom = torch.as_tensor(privacy.expected_batch_sizes(self.n, cfg.batch_size), device=self.device,
+        self.denom = torch.as_tensor(ledger.expected_batch_sizes(self.n, cfg.batch_size), device=self.device,
                                      dtype=self.dtype)
         w = self.n / self.n.sum() if cfg.aggregation == "weighted" else np.full(self.K, 1.0 / self.K)
         self.agg = torch.as_tensor(w, device=self.device, dtype=self.dtype)
@@ -231,7 +240,7 @@ class Trainer:
             g = torch.Generator(device=self.device)
             g.manual_seed(sd)
             self.gens.append(g)
-        self.steps_taken = np.zeros(self.K, dtype=np.int64)
+        self.ledger = ledger.SiloLedger(self.K)
         self.noise_multipliers = np.zeros((self.S, self.K))
         self.clip = torch.full((self.S, self.K), math.inf, device=self.device, dtype=self.dtype)
         self.noise_std = torch.zeros((self.S, self.K), device=self.device, dtype=self.dtype)
@@ -286,7 +295,7 @@ class Trainer:
                                             prox_mode=self.cfg.prox_mode)
                 step = active_all[j].to(w.dtype)[None, :, None, None]
                 w = w - lr * direction * step
-            self.steps_taken += self.m
+            self.ledger.record_dpsgd(self.m)  # the privacy ledger: what each silo actually ran
         return w
 
     def average(self, delta: torch.Tensor) -> torch.Tensor:
@@ -323,6 +332,7 @@ def _run_group(configs: list[RunConfig], data: FederatedData, progress: bool, ke
     configs = [configs[i] for i in order]
     trainer = Trainer(configs, data)
     method = get_method(trainer.cfg.method)(trainer)
+    trainer.ledger.plan = method.privacy_plan()
     z = np.stack([method.noise_multipliers(i) for i in range(trainer.S)])
     trainer.set_noise(z)
     method.setup()
@@ -344,10 +354,8 @@ def _run_group(configs: list[RunConfig], data: FederatedData, progress: bool, ke
     models = final.detach().cpu().numpy().astype(float) if keep_models else None
     weighted = trainer.weighted(silo).cpu().numpy()
     silo = silo.cpu().numpy()
-    expected = method.accounted_steps()
-    if not np.array_equal(trainer.steps_taken, expected):
-        raise RuntimeError(f"engine ran {trainer.steps_taken[:5]}… DP-SGD steps per silo but the accountant "
-                           f"charged {expected[:5]}…")
+    trainer.ledger.check_complete()  # LedgerMismatchError unless every silo ran exactly its plan
+    summary = trainer.ledger.summary(trainer.q)
     wall = (time.perf_counter() - t0) / trainer.S
     results = []
     for i, c in enumerate(configs):
@@ -355,11 +363,12 @@ def _run_group(configs: list[RunConfig], data: FederatedData, progress: bool, ke
             config=c, metric=trainer.loss.metric_name, test_metric=float(weighted[i]),
             silo_metrics=silo[i].astype(float), test_sizes=trainer.nt.copy(),
             noise_multipliers=trainer.noise_multipliers[i].copy(), eps_spent=method.spent_epsilons(i),
-            delta=trainer.delta[i].copy(), accountant=c.accountant, steps=trainer.steps_taken.copy(),
+            delta=trainer.delta[i].copy(), accountant=c.accountant, steps=trainer.ledger.dpsgd_steps.copy(),
             wall_time=wall,
             curve_rounds=np.array(curve_rounds, dtype=np.int64) if curve_rounds else None,
             curve=np.array([cv[i] for cv in curve], dtype=float) if curve_rounds else None,
-            extras=method.extras(i), models=None if models is None else models[i]))
+            extras=method.extras(i), models=None if models is None else models[i],
+            adjacency=ledger.ADJACENCY, ledger=dict(summary)))
     back = [None] * len(results)
     for pos, i in enumerate(order):
         back[i] = results[pos]
@@ -408,9 +417,11 @@ def run_many(configs: Sequence[RunConfig], data: FederatedData, *, progress: boo
     for i, c in enumerate(configs):
         groups.setdefault(_group_key(c), []).append(i)
     out: list[RunResult | None] = [None] * len(configs)
+    summary = data.summary()
     for idx in groups.values():
         for start in range(0, len(idx), max_batch):
             chunk = idx[start:start + max_batch]
             for i, r in zip(chunk, _run_group([configs[i] for i in chunk], data, progress, keep_models)):
+                r.data = dict(summary)
                 out[i] = r
     return out  # type: ignore[return-value]

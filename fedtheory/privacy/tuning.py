@@ -469,6 +469,20 @@ def _check_bound(bound: str) -> str:
     return check_choice("bound", bound, BOUNDS)
 
 
+def _tuned_curve(noise_multiplier, distribution, mean_runs, eta, mechanism, sample_rate, steps, orders, bound):
+    """(orders, tuned RDP curve) as :func:`tuned_epsilon` converts it (``bound`` as there)."""
+    orders = _default_orders(mechanism) if orders is None else as_float_array("orders", orders).ravel()
+    delta_hat = None
+    if bound == "tight":
+        if distribution == "tnb" and mechanism == "gaussian" and eta is not None:
+            orders = np.unique(np.append(orders, gaussian_lambda_hat(noise_multiplier, eta, mean_runs)))
+        if distribution == "poisson":
+            delta_hat = lambda e: base_delta(e, noise_multiplier, mechanism=mechanism,  # noqa: E731
+                                             sample_rate=sample_rate, steps=steps)
+    rdp = base_rdp(noise_multiplier, mechanism=mechanism, sample_rate=sample_rate, steps=steps, orders=orders)
+    return orders, tuned_rdp(orders, rdp, distribution, mean_runs, eta, delta_hat=delta_hat)
+
+
 def tuned_epsilon(noise_multiplier: float, delta: float, distribution: str, mean_runs: Optional[float] = None,
                   eta: Optional[float] = None, *, mechanism: str = "gaussian", sample_rate: Optional[float] = None,
                   steps: Optional[int] = None, orders=None, bound: str = "tight") -> float:
@@ -500,17 +514,12 @@ def tuned_epsilon(noise_multiplier: float, delta: float, distribution: str, mean
             from fedtheory.privacy.gaussian import gaussian_epsilon
 
             return float(gaussian_epsilon(z, delta))
-        return float(_dpsgd_pld(z, q, t).get_epsilon(delta))
-    orders = _default_orders(mechanism) if orders is None else as_float_array("orders", orders).ravel()
-    delta_hat = None
-    if bound == "tight":
-        if distribution == "tnb" and mechanism == "gaussian" and eta is not None:
-            orders = np.unique(np.append(orders, gaussian_lambda_hat(noise_multiplier, eta, mean_runs)))
-        if distribution == "poisson":
-            delta_hat = lambda e: base_delta(e, noise_multiplier, mechanism=mechanism,  # noqa: E731
-                                             sample_rate=sample_rate, steps=steps)
-    rdp = base_rdp(noise_multiplier, mechanism=mechanism, sample_rate=sample_rate, steps=steps, orders=orders)
-    curve = tuned_rdp(orders, rdp, distribution, mean_runs, eta, delta_hat=delta_hat)
+        from fedtheory.privacy.accountants import get_accountant
+        from fedtheory.privacy.events import dpsgd_event
+
+        return float(get_accountant("pld").epsilon(dpsgd_event(z, q, t), delta))
+    orders, curve = _tuned_curve(noise_multiplier, distribution, mean_runs, eta, mechanism, sample_rate, steps,
+                                 orders, bound)
     finite = np.isfinite(curve)
     eps, _ = rdp_to_epsilon(orders[finite], curve[finite], delta, conversion="improved")
     return float(eps)
@@ -522,31 +531,38 @@ def tuned_noise_multiplier(target_eps: float, delta: float, distribution: str, m
                            rtol: float = 1e-7, bound: str = "tight") -> float:
     """Smallest noise multiplier z (up to ``rtol``) such that the tuned procedure is (target_eps, δ)-DP.
 
-    Same parameters as :func:`tuned_epsilon` (``bound="tight"`` by default).  ε(z) is non-increasing in z (every term of the bounds
-    is), so a bracket [lo, hi] with ε(lo) > target ≥ ε(hi) is refined by Brent's method on log z and the
-    returned z is a point at most ``rtol`` above the root whose ε is *verified* ≤ target, hence ``tuned_epsilon(result, ...) <= target_eps`` is guaranteed (and asserted).  Noise std of the
+    Same parameters as :func:`tuned_epsilon` (``bound="tight"`` by default).  ε(z) is non-increasing in z
+    (every term of the bounds is), so :func:`fedtheory.privacy.calibration.calibrate` (bracketing, Brent on
+    log z, one-sided stop; deterministic) on the event ``z ↦ RdpCurveDpEvent(tuned curve)`` returns a point
+    at most ``rtol`` above the root whose ε is *verified* ≤ target, hence ``tuned_epsilon(result, ...) <=
+    target_eps`` is guaranteed (and asserted).  Untuned with ``bound="tight"``: the analytic Gaussian
+    (``"gaussian"``) or ``calibrate`` with the PLD accountant (``"dpsgd"``).  Noise std of the
     base mechanism = ``z × sensitivity`` (e.g. the clip bound c for MR-MTL's mean estimation).
     """
     target = float(check_positive("target_eps", target_eps))
     rtol = float(check_positive("rtol", rtol))
     f = lambda z: tuned_epsilon(z, delta, distribution, mean_runs, eta, mechanism=mechanism,  # noqa: E731
                                 sample_rate=sample_rate, steps=steps, orders=orders, bound=bound)
-    lo, hi = 0.25, 1.0
-    while f(hi) > target:
-        lo, hi = hi, hi * 2.0
-        if hi > 1e6:
-            raise ValueError(f"target_eps={target!r} needs a noise multiplier above 1e6; check the inputs")
-    while f(lo) <= target:
-        hi, lo = lo, lo / 2.0
-        if lo < 1e-4:
-            return hi
-    # Brent's method on log z inside the bracket [lo, hi] (f(lo) > target >= f(hi)) ...
-    u = optimize.brentq(lambda v: f(math.exp(v)) - target, math.log(lo), math.log(hi), xtol=rtol / 4)
-    # ... then step up to a point whose ε is verified to be <= target (ε is non-increasing in z).
-    z = min(hi, math.exp(u) * (1.0 + rtol))
-    while f(z) > target:
-        z = min(hi, z * (1.0 + rtol))
-    hi = z
+    # the one calibration of the book (fedtheory.privacy.calibration.calibrate) on the tuned RDP curve
+    from fedtheory.privacy.calibration import calibrate
+    from fedtheory.privacy.events import dpsgd_event, rdp_curve_event
+
+    bound = _check_bound(bound)
+    check_choice("distribution", distribution, DISTRIBUTIONS)
+    if bound == "tight" and distribution == "none":
+        q, t = _check_mechanism(mechanism, sample_rate, steps)
+        if mechanism == "gaussian":
+            from fedtheory.privacy.gaussian import analytic_gaussian_sigma
+
+            hi = float(analytic_gaussian_sigma(target, delta))
+            while f(hi) > target:  # gaussian_epsilon's own root-finding may sit 1e-12 above: step up
+                hi *= 1.0 + 1e-12
+        else:
+            hi = calibrate(lambda z: dpsgd_event(z, q, t), target, delta, "pld", rtol=min(rtol, 1e-3))
+    else:
+        event = lambda z: rdp_curve_event(*_tuned_curve(z, distribution, mean_runs, eta, mechanism,  # noqa: E731
+                                                        sample_rate, steps, orders, bound))
+        hi = calibrate(event, target, delta, "rdp", rtol=min(rtol, 1e-3))
     assert f(hi) <= target
     return hi
 
