@@ -5,7 +5,8 @@ Submodules: :mod:`~fedtheory.privacy.events` (mechanisms described as ``dp_accou
 (:func:`calibrate`, the one noise calibration, and its on-disk cache),
 :mod:`~fedtheory.privacy.gaussian` (Gaussian mechanism), :mod:`~fedtheory.privacy.rdp`
 (RDP curves and conversions), :mod:`~fedtheory.privacy.dpsgd` (DP-SGD ε and noise multiplier), :mod:`~fedtheory.privacy.silos` (silo-specific sample-level DP),
-:mod:`~fedtheory.privacy.exponential` (private cluster selection).  ``tuning`` and ``secagg`` are
+:mod:`~fedtheory.privacy.exponential` (private cluster selection).  ``tuning``, ``secagg``,
+``step_fusion`` (App. A.3 fused local steps) and ``model_averaging`` (averaging locally private models) are
 importable as submodules (not imported here).  Adjacency is add/remove-one record unless stated.
 """
 from fedtheory.privacy.accountants import ACCOUNTANTS, get_accountant
