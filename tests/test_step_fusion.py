@@ -79,6 +79,16 @@ def test_fused_argument_is_a_valid_but_loose_bound_under_subsampling(z, q, m, bl
     assert chk.fused > 2 * chk.per_step               # ... but fusing pays sensitivity C at rate ~ m q
 
 
+@pytest.mark.parametrize("m", [2, 3, 8])
+def test_client_with_m_times_the_steps_at_rate_q_over_m_is_no_worse(m):
+    q = 0.05
+    assert F.fused_sample_rate(q / m, m) <= q
+    from fedtheory.privacy.accountants import get_accountant
+    from fedtheory.privacy.events import dpsgd_event
+    acc = get_accountant("rdp")
+    assert acc.epsilon(F.fused_event(1.0, q / m, m, 100), 1e-5) <= acc.epsilon(dpsgd_event(1.0, q, 100), 1e-5)
+
+
 def test_bad_input():
     with pytest.raises(ValueError, match="noise_stds"):
         F.fused_noise_multiplier([1.0, 1.0], [1.0])
