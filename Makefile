@@ -41,7 +41,7 @@ book: venv
 ## JupyterLab on the chapters with the project's kernel (.venv): the widgets redraw live.
 ## LAB_ARGS passes options, e.g. `make lab LAB_ARGS=--no-browser`.
 lab: venv
-	cd book && FEDBOOK_WIDGET_FRAMES=0 ../$(VENV)/bin/jupyter lab $(LAB_ARGS)
+	cd book && FEDBOOK_WIDGET_FRAMES=0 ../$(VENV)/bin/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) $(LAB_ARGS)
 
 clean:
 	rm -rf _build
