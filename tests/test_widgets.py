@@ -91,6 +91,7 @@ def _another_value(widget: FigureWidget, name: str):
 @pytest.mark.parametrize("name,index", [(n, i) for n, i, _ in WIDGET_CELLS],
                          ids=[f"{n}:{i}" for n, i, _ in WIDGET_CELLS])
 def test_every_slider_changes_the_figure(name, index):
+    plt.close("all")  # figures other tests left open
     widget = build_notebook_widget(name, index)
     start = widget.last_figure_data
     assert start is not None  # drawn once on construction
@@ -138,6 +139,7 @@ def _plot_line(a: float, b: int = 1):
 
 def test_static_version_holds_one_distinct_figure_per_grid_point(monkeypatch):
     monkeypatch.delenv("FEDBOOK_WIDGET_FRAMES", raising=False)
+    plt.close("all")
     w = figure_widget(_plot_line, a=widgets.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.5),
                       b=widgets.IntSlider(value=1, min=1, max=3), grid={"a": [0.5, 1.5], "b": [3]})
     bundle = w._repr_mimebundle_()
