@@ -11,7 +11,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 FULL ?= 0
 export FEDBOOK_FULL := $(FULL)
 
-.PHONY: venv test unit nbval book clean
+.PHONY: venv test unit doctest nbval book clean
 
 venv:
 	@bash tools/setup_env.sh
@@ -19,10 +19,15 @@ venv:
 ## all tests: unit tests and nbval over every notebook of the book
 test: venv
 	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --doctest-modules fedtheory fedtrain
 	$(PY) -m pytest -q --nbval-lax --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg book
 
 unit: venv
 	$(PY) -m pytest -q tests
+
+## the examples in the docstrings (the API pages show them), run as doctests
+doctest: venv
+	$(PY) -m pytest -q --doctest-modules fedtheory fedtrain
 
 nbval: venv
 	$(PY) -m pytest -q --nbval-lax --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg book

@@ -136,15 +136,17 @@ class RunConfig:
 
     Privacy
         eps: per-silo target ε (one float for all silos or one per silo); ``math.inf`` trains
-            without clipping or noise (non-private baseline).
+        without clipping or noise (non-private baseline).
         delta: per-silo δ (float or one per silo); ``None`` uses the paper's δ of the dataset
-            (:data:`PAPER_DEFAULTS`) when known, else :func:`default_delta` of each silo's n_k.  Every
-            δ_k must satisfy the paper's rule δ_k < n_k^{-1.1} (checked when the data are known).
+        (:data:`PAPER_DEFAULTS`) when known, else :func:`default_delta` of each silo's n_k.  Every
+        δ_k must satisfy the paper's rule δ_k < n_k^{-1.1} (checked when the data are known).
         accountant: ``rdp`` (Opacus RDP, the paper's), ``pld`` (dp_accounting PLD), ``prv`` (Opacus PRV).
         clip: per-example L2 clipping norm c.
+
     Optimization
         lr: client learning rate η; rounds: communication rounds T; local_epochs: DP-SGD epochs per
         round (Poisson-sampled batches at rate q_k = min(B, n_k)/n_k); batch_size: expected batch B.
+
     Method
         method: one of :data:`METHODS`; lam: λ of MR-MTL / Ditto / Mocha / IFCA-MR-MTL (stage 2).
         prox_mode: :data:`PROX_MODES`; aggregation: :data:`AGGREGATIONS`.
@@ -153,6 +155,7 @@ class RunConfig:
         select_eps_frac (per-round selection ε as a fraction of the silo's total ε, paper 0.03),
         ifca_loss_clip (regression IFCA: per-example loss clipped to [0, L] before scoring).
         ditto_personal_epochs: epochs of Ditto's personal-model pass per round (paper: 1).
+
     Reproducibility and reporting
         seed (all sampling, noise and initialization), device (``cpu`` | ``cuda``), eval_every
         (record the test metric every that many rounds; 0 = final round only), model (``linear``).

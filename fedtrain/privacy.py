@@ -157,8 +157,8 @@ def ifca_noise_multipliers(eps, delta, n, batch_size: int, rounds: int, local_ep
     """DP-SGD noise z_k such that DP-SGD plus ``selections`` EM selections at ε_sel,k meets ε_k (RDP).
 
     Per silo: ``RDP(α) = steps_k · RDP_SG(α; q_k, z_k) + selections · α ε_sel,k² / 8`` (the exponential
-    mechanism is ε²/8-zCDP, bounded-range analysis, notes §2.2; :func:`fedtheory.privacy.exponential.
-    ifca_selection_rdp`), converted with Lemma A.2 by :func:`fedtheory.privacy.silos.silo_noise_multipliers`.
+    mechanism is ε²/8-zCDP, bounded-range analysis, notes §2.2;
+    :func:`fedtheory.privacy.exponential.ifca_selection_rdp`), converted with Lemma A.2 by :func:`fedtheory.privacy.silos.silo_noise_multipliers`.
     0 for non-private silos (ε_k = ∞).
     """
     z = _ifca_call("silo_noise_multipliers", eps, delta, n, batch_size, rounds, local_epochs, selections,
