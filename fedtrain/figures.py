@@ -216,12 +216,14 @@ def eps_positions(eps_values: Sequence[float]) -> dict[float, float]:
 
 
 def plot_privacy_utility(rows: Sequence[Mapping[str, Any]], *, title: str | None = None, note: str = "",
-                         ax=None):
+                         ax=None, zoom_eps: float | None = None):
     """Fig. 3 / Fig. 4: test metric (mean ± std over seeds) against per-silo ε, every method at its best (λ, η).
 
     ε is on a log axis (:func:`eps_positions`); the non-private point sits right of a dashed separator,
     joined to the curve by a dotted segment.  Error bars are ±1 standard deviation over seeds; methods
-    are offset slightly along x so that their bars do not overlap.
+    are offset slightly along x so that their bars do not overlap.  ``zoom_eps`` (one of the ε in
+    ``rows``; only when ``ax`` is None) adds a panel that zooms in on that ε, one row per method sorted
+    by the metric, so that methods within a few percent of each other can be told apart.
     """
     import matplotlib.pyplot as plt
 
@@ -229,8 +231,13 @@ def plot_privacy_utility(rows: Sequence[Mapping[str, Any]], *, title: str | None
     table = best_lambda_table(rows)
     eps_values = sorted({t["eps"] for t in table})
     pos = eps_positions(eps_values)
+    if zoom_eps is not None and zoom_eps not in eps_values:
+        raise ValueError(f"zoom_eps must be one of the ε in rows {eps_values} (got {zoom_eps!r})")
     fig = None
-    if ax is None:
+    zax = None
+    if ax is None and zoom_eps is not None:
+        fig, (ax, zax) = plt.subplots(1, 2, figsize=(10.5, 4.8), gridspec_kw={"width_ratios": [2.6, 1]})
+    elif ax is None:
         fig, ax = plt.subplots(figsize=(7, 4.4))
     labels = list(OrderedDict.fromkeys(t["label"] for t in table))
     for j, label in enumerate(labels):
@@ -258,6 +265,23 @@ def plot_privacy_utility(rows: Sequence[Mapping[str, Any]], *, title: str | None
     ax.set_ylabel(metric_label(rows[0]["result"]["metric"]))
     ax.set_title(title or f"{data_label(rows)}\n{_settings(rows)}; λ, η tuned per point; mean ± std over seeds{note}",
                  fontsize=10)
+    if zax is not None:  # zoom panel: one row per method at zoom_eps; the legend goes under both panels
+        at = sorted((t for t in table if t["eps"] == zoom_eps), key=lambda t: t["mean"])
+        for i, t in enumerate(at):
+            zax.errorbar([t["mean"]], [i], xerr=[t["std"]], marker="o", ms=5, capsize=3,
+                         color=_COLORS.get(t["method"]))
+        zax.set_yticks(range(len(at)))
+        zax.set_yticklabels([t["label"] for t in at], fontsize=8)
+        zax.set_ylim(-0.6, len(at) - 0.4)
+        zax.set_xlabel(metric_label(rows[0]["result"]["metric"]), fontsize=9)
+        zax.set_title("zoom: ε = ∞ (non-private)" if math.isinf(zoom_eps) else f"zoom: ε = {zoom_eps:g}",
+                      fontsize=10)
+        zax.tick_params(axis="x", labelsize=8)
+        zax.grid(alpha=0.3)
+        handles, names = ax.get_legend_handles_labels()
+        fig.legend(handles, names, fontsize=8, loc="lower center", ncol=min(len(names), 5), frameon=False)
+        fig.tight_layout(rect=(0, 0.08 + 0.04 * ((len(names) - 1) // 5), 1, 1))
+        return fig
     if len(labels) > 4:  # many methods: the legend goes beside the axes so that it hides no data
         ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
         if fig is not None:

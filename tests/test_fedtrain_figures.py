@@ -100,6 +100,15 @@ def test_privacy_utility_and_lambda_plots(rows):
     assert labels == ["Local", "FedAvg", "Finetune (50% FedAvg)", "MR-MTL", "Ditto"]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["2", "∞\n(non-private)"]
     plt.close(fig)
+    # the zoom panel at one ε: one row per method, sorted by the metric, the legend under both panels
+    fig = plot_privacy_utility(rows, zoom_eps=2.0)
+    main, zoom = fig.axes
+    assert len(zoom.get_yticklabels()) == 5 and zoom.get_title() == "zoom: ε = 2"
+    means = [ln.get_xdata()[0] for ln in zoom.get_lines() if ln.get_marker() == "o"]
+    assert means == sorted(means) and len(fig.legends) == 1 and main.get_legend() is None
+    plt.close(fig)
+    with pytest.raises(ValueError, match="zoom_eps"):
+        plot_privacy_utility(rows, zoom_eps=3.0)
     fig = plot_lambda_sweep(rows, [2.0, math.inf])
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and "λ" in ax.get_xlabel() and "best λ" in ax.get_title()
