@@ -21,7 +21,7 @@ __all__ = ["checks_markdown", "checks_summary", "display_checks", "display_table
 
 #: Expressions whose LaTeX is longer than this go into a dropdown below the table instead of a table cell,
 #: so that the derived and printed columns stay side by side within the text column.
-MAX_LATEX_CHARS = 160
+MAX_LATEX_CHARS = 90
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#$])")
 
@@ -122,7 +122,8 @@ def checks_markdown(checks: Iterable, *, expected_failures: Iterable[str] = (),
 
     ``checks`` are :class:`fedtheory.checks.Check` objects; ``expected_failures`` names the rows that
     are known typos in the paper (the summary lists them as expected failures, any other failing row as
-    unexpected).  The table puts the derived and printed expressions side by side; an expression whose
+    unexpected).  Each row starts with its number, name and verdict (✓ equal / ✗ differs), then puts the
+    derived and printed expressions side by side, so that the table fits the text column; an expression whose
     LaTeX is longer than ``max_latex_chars`` is shown in full in a dropdown (an HTML ``<details>``)
     under the table, and its cell points there.  A failing row gives the rational point where the two
     sides differ.
@@ -130,7 +131,7 @@ def checks_markdown(checks: Iterable, *, expected_failures: Iterable[str] = (),
     checks = list(checks)
     expected = set(expected_failures)
     lines = [checks_summary(checks, expected), "",
-             "| # | result | verdict | derived (sympy) | printed (paper) |", "|---|---|---|---|---|"]
+             "| # and result | derived (sympy) | printed (paper) |", "|---|---|---|"]
     long_rows = []
     for i, c in enumerate(checks, 1):
         d, p = _latex(c.derived), _latex(c.printed)
@@ -139,7 +140,7 @@ def checks_markdown(checks: Iterable, *, expected_failures: Iterable[str] = (),
                  for tex, expr in ((d, c.derived), (p, c.printed))]
         if max(len(d), len(p)) > max_latex_chars:
             long_rows.append((i, c, d, p))
-        lines.append(f"| {i} | {_escape(c.name)} | {_verdict(c, c.name in expected)} | {cells[0]} | {cells[1]} |")
+        lines.append(f"| {i}. {_escape(c.name)}: {_verdict(c, c.name in expected)} | {cells[0]} | {cells[1]} |")
     for i, c, d, p in long_rows:
         mark = "✓" if c else "✗"
         lines += ["", f"````{{dropdown}} {i}. {mark} {_escape(c.name)}: derived and printed in full",
