@@ -236,7 +236,7 @@ def plot_privacy_utility(rows: Sequence[Mapping[str, Any]], *, title: str | None
     fig = None
     zax = None
     if ax is None and zoom_eps is not None:
-        fig, (ax, zax) = plt.subplots(1, 2, figsize=(10.5, 4.8), gridspec_kw={"width_ratios": [2.6, 1]})
+        fig, (ax, zax) = plt.subplots(1, 2, figsize=(9.5, 5.4), gridspec_kw={"width_ratios": [2.2, 1]})
     elif ax is None:
         fig, ax = plt.subplots(figsize=(7, 4.4))
     labels = list(OrderedDict.fromkeys(t["label"] for t in table))
@@ -267,11 +267,27 @@ def plot_privacy_utility(rows: Sequence[Mapping[str, Any]], *, title: str | None
                  fontsize=10)
     if zax is not None:  # zoom panel: one row per method at zoom_eps; the legend goes under both panels
         at = sorted((t for t in table if t["eps"] == zoom_eps), key=lambda t: t["mean"])
+        # the x range covers the methods within 25 % of the best one; a method outside it is drawn at the
+        # edge (an arrow marker) with its value in its label, so that one outlier cannot squash the rest
+        best_t = at[0] if lower_is_better(rows[0]["result"]["metric"]) else at[-1]
+        near = [t for t in at if abs(t["mean"] - best_t["mean"]) <= 0.25 * abs(best_t["mean"])]
+        lo_x = min(t["mean"] - t["std"] for t in near)
+        hi_x = max(t["mean"] + t["std"] for t in near)
+        pad = 0.08 * (hi_x - lo_x) if hi_x > lo_x else 0.01 * abs(best_t["mean"]) + 1e-12
+        lo_x, hi_x = lo_x - pad, hi_x + pad
+        names = []
         for i, t in enumerate(at):
-            zax.errorbar([t["mean"]], [i], xerr=[t["std"]], marker="o", ms=5, capsize=3,
-                         color=_COLORS.get(t["method"]))
+            color = _COLORS.get(t["method"])
+            if lo_x <= t["mean"] <= hi_x:
+                zax.errorbar([t["mean"]], [i], xerr=[t["std"]], marker="o", ms=5, capsize=3, color=color)
+                names.append(t["label"])
+            else:
+                edge = hi_x if t["mean"] > hi_x else lo_x
+                zax.plot([edge], [i], marker=">" if t["mean"] > hi_x else "<", ms=7, color=color, ls="none")
+                names.append(f"{t['label']} ({t['mean']:.3g}, off scale)")
+        zax.set_xlim(lo_x, hi_x)
         zax.set_yticks(range(len(at)))
-        zax.set_yticklabels([t["label"] for t in at], fontsize=8)
+        zax.set_yticklabels(names, fontsize=8)
         zax.set_ylim(-0.6, len(at) - 0.4)
         zax.set_xlabel(metric_label(rows[0]["result"]["metric"]), fontsize=9)
         zax.set_title("zoom: ε = ∞ (non-private)" if math.isinf(zoom_eps) else f"zoom: ε = {zoom_eps:g}",
