@@ -98,7 +98,7 @@ def checks_table(checks: Iterable[Check], **kwargs):
 
     Jupyter Book typesets math in Markdown outputs but not in raw HTML outputs, so the table is
     Markdown; see :func:`fedtheory.figures.tables.checks_markdown` for the layout and the keyword
-    arguments (``expected_failures``, ``max_latex_chars``).
+    arguments (``expected_failures``, ``max_width``).
     """
     from fedtheory.figures.tables import display_checks
 

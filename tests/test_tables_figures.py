@@ -34,7 +34,7 @@ def test_pipes_in_latex_do_not_split_cells_and_long_expressions_go_to_a_dropdown
     row = checks_markdown([compare("abs", sp.Abs(x - y), sp.Abs(y - x))]).splitlines()[-1]
     assert r"\vert" in row and row.count("|") == 4
     big = sum(sp.Symbol(f"a{i}") ** i for i in range(200))
-    md = checks_markdown([compare("big", big, big + x - x)], max_latex_chars=100)
+    md = checks_markdown([compare("big", big, big + x - x)], max_width=100)
     table_row = [ln for ln in md.splitlines() if ln.startswith("| 1. big")][0]
     assert "see dropdown 1 below" in table_row and "operations" in table_row and "$" not in table_row
     assert "````{dropdown} 1. ✓ big: derived and printed in full" in md

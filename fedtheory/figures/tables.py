@@ -17,11 +17,12 @@ from typing import Iterable, Sequence
 import numpy as np
 import sympy as sp
 
-__all__ = ["checks_markdown", "checks_summary", "display_checks", "display_table", "format_noise", "markdown_table"]
+__all__ = ["checks_markdown", "checks_summary", "display_checks", "display_table", "format_noise", "markdown_table", "visible_width"]
 
-#: Expressions whose LaTeX is longer than this go into a dropdown below the table instead of a table cell,
-#: so that the derived and printed columns stay side by side within the text column.
-MAX_LATEX_CHARS = 90
+#: Expressions wider than this many visible symbols (see :func:`visible_width`) go into a dropdown below
+#: the table instead of a table cell, so that the derived and printed columns stay side by side within
+#: the text column.
+MAX_WIDTH = 48
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#$])")
 
@@ -35,6 +36,20 @@ def _latex(expr) -> str:
     latex = sp.latex(sp.sympify(expr))
     # a bare '|' would split a Markdown table cell
     return latex.replace(r"\|", r"\Vert ").replace("|", r"\vert ")
+
+
+def visible_width(latex: str) -> int:
+    """Rough number of symbols a LaTeX formula shows: commands count as one symbol, braces, sub- and
+    superscript markers and spacing as none (a fraction counts numerator plus denominator).
+
+    Examples
+    --------
+    >>> visible_width(r"\\frac{\\alpha^{2}}{\\tau^{2}}")
+    4
+    """
+    t = re.sub(r"\\(left|right|displaystyle|frac|[,;!]|quad)", "", latex)
+    t = re.sub(r"\\[a-zA-Z]+", "x", t)
+    return len(re.sub(r"[{}^_\s]", "", t))
 
 
 def format_noise(x, tol: float = 1e-15, fmt: str = "{:.4g}") -> str:
@@ -117,14 +132,14 @@ def checks_summary(checks: Iterable, expected_failures: Iterable[str] = ()) -> s
 
 
 def checks_markdown(checks: Iterable, *, expected_failures: Iterable[str] = (),
-                    max_latex_chars: int = MAX_LATEX_CHARS) -> str:
+                    max_width: int = MAX_WIDTH) -> str:
     """Derived-vs-printed checks as MyST Markdown: a summary, a table, and dropdowns for long formulas.
 
     ``checks`` are :class:`fedtheory.checks.Check` objects; ``expected_failures`` names the rows that
     are known typos in the paper (the summary lists them as expected failures, any other failing row as
     unexpected).  Each row starts with its number, name and verdict (✓ equal / ✗ differs), then puts the
-    derived and printed expressions side by side, so that the table fits the text column; an expression whose
-    LaTeX is longer than ``max_latex_chars`` is shown in full in a dropdown (an HTML ``<details>``)
+    derived and printed expressions side by side, so that the table fits the text column; an expression wider
+    than ``max_width`` visible symbols (:func:`visible_width`) is shown in full in a dropdown (an HTML ``<details>``)
     under the table, and its cell points there.  A failing row gives the rational point where the two
     sides differ.
     """
@@ -135,10 +150,10 @@ def checks_markdown(checks: Iterable, *, expected_failures: Iterable[str] = (),
     long_rows = []
     for i, c in enumerate(checks, 1):
         d, p = _latex(c.derived), _latex(c.printed)
-        cells = [f"$\\displaystyle {tex}$" if len(tex) <= max_latex_chars
+        cells = [f"$\\displaystyle {tex}$" if visible_width(tex) <= max_width
                  else f"long ({sp.count_ops(expr)} operations): see dropdown {i} below"
                  for tex, expr in ((d, c.derived), (p, c.printed))]
-        if max(len(d), len(p)) > max_latex_chars:
+        if max(visible_width(d), visible_width(p)) > max_width:
             long_rows.append((i, c, d, p))
         lines.append(f"| {i}. {_escape(c.name)}: {_verdict(c, c.name in expected)} | {cells[0]} | {cells[1]} |")
     for i, c, d, p in long_rows:
