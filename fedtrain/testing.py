@@ -10,7 +10,7 @@ import numpy as np
 
 from fedtrain.data.base import FederatedData
 
-__all__ = ["tiny_federated"]
+__all__ = ["tiny_federated", "fake_result"]
 
 
 def tiny_federated(task: str = "regression", *, num_silos: int = 5, dim: int = 4, n_range=(40, 80),
@@ -31,3 +31,20 @@ def tiny_federated(task: str = "regression", *, num_silos: int = 5, dim: int = 4
     info = {"tau": tau, "noise": noise, "clusters": clusters, "seed": seed,
             "cluster_of_silo": [k % max(clusters, 1) for k in range(num_silos)]}
     return FederatedData(name, task, tx, ty, sx, sy, real=False, info=info)
+
+
+def fake_result(config, test_metric: float, *, metric: str = "mse", num_silos: int = 2, curve=None, **fields):
+    """A :class:`~fedtrain.engine.RunResult` of ``config`` with the given metric and placeholder privacy
+    numbers (no training): for tests of stores, sweeps and summaries.  ``fields`` override any field."""
+    from fedtrain.engine import RunResult
+
+    k = num_silos
+    eps = config.eps if isinstance(config.eps, tuple) else (config.eps,) * k
+    kw = dict(config=config, metric=metric, test_metric=float(test_metric), silo_metrics=np.full(k, float(test_metric)),
+              test_sizes=np.full(k, 10, dtype=np.int64), noise_multipliers=np.ones(k), eps_spent=np.asarray(eps, float),
+              delta=np.full(k, 1e-5), accountant=config.accountant, steps=np.full(k, 3, dtype=np.int64), wall_time=0.0,
+              curve_rounds=None if curve is None else np.arange(1, len(curve) + 1),
+              curve=None if curve is None else np.asarray(curve, dtype=float),
+              data={"name": config.dataset, "real": True})
+    kw.update(fields)
+    return RunResult(**kw)

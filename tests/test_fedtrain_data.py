@@ -109,12 +109,18 @@ def test_school_search_path(school_path, tmp_path, monkeypatch):
     assert default_data_dirs()[0] == tmp_path
     d = load_school()
     assert d.info["file"] == str(tmp_path / "school" / "school.mat")
-    # data_dir takes precedence and the error lists every place tried
+    # an explicit data_dir is the only place looked at: a folder without the file fails, naming what it tried,
+    # rather than silently reading the copy in FEDBOOK_DATA_DIR (issue 14, item 7)
     empty = tmp_path / "empty"
     empty.mkdir()
     assert default_data_dirs(empty)[:2] == [empty, tmp_path]
-    d2 = load_dataset("school", data_dir=empty)  # falls through to FEDBOOK_DATA_DIR
-    assert d2.info["file"].startswith(str(tmp_path))
+    with pytest.raises(DatasetNotFoundError) as info:
+        load_dataset("school", data_dir=empty)
+    msg = str(info.value)
+    assert str(empty / "school.mat") in msg and str(tmp_path / "school" / "school.mat") not in msg
+    assert "no other location is used" in msg
+    d2 = load_dataset("school", data_dir=tmp_path)
+    assert d2.info["file"] == str(tmp_path / "school" / "school.mat") and d2.summary()["sha256"] == d2.info["sha256"]
 
 
 def test_missing_real_file_names_paths_and_standin(tmp_path, monkeypatch):
