@@ -196,8 +196,10 @@ def test_standin_heterogeneity_knob():
     models = same.info["silo_models"]
     np.testing.assert_array_equal(models, np.broadcast_to(models[0], models.shape))
     spread = [np.std(load_standin("school", tau=t, seed=2).info["silo_models"], axis=0).mean() for t in (0.3, 1.2)]
-    # z_k ~ N(0, I/d): the per-coordinate spread is tau / sqrt(d) up to sampling error (139 silos)
-    np.testing.assert_allclose(spread, np.array([0.3, 1.2]) / np.sqrt(28), rtol=0.25)
+    # z_k ~ N(0, I/d): the per-coordinate spread is tau / sqrt(d) up to sampling error (139 silos).
+    # Measured over seeds 2..41: spread / (tau/sqrt(d)) has mean 0.9935 (the ddof=0 std's bias) and
+    # standard deviation 0.0086 (seed 2: 0.9947), so rtol = 0.04 ≈ |bias| + 4 SD.
+    np.testing.assert_allclose(spread, np.array([0.3, 1.2]) / np.sqrt(28), rtol=0.04)
     with pytest.raises(ValueError, match="tau"):
         load_standin("school", tau=-1)
     with pytest.raises(ValueError, match="unknown stand-in option"):
