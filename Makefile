@@ -11,7 +11,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 FULL ?= 0
 export FEDBOOK_FULL := $(FULL)
 
-.PHONY: venv test unit nbval book browser lab clean
+.PHONY: venv test unit doctest nbval book browser lab clean
 
 venv:
 	@bash tools/setup_env.sh
@@ -20,6 +20,7 @@ venv:
 ## nbval skips the widgets' static frames (FEDBOOK_WIDGET_FRAMES=0); the book build draws them.
 test: venv
 	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --doctest-modules fedtheory fedtrain
 	FEDBOOK_WIDGET_FRAMES=0 $(PY) -m pytest -q --nbval-lax --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg book
 	@start=$$(date +%s); $(VENV)/bin/jupyter-book build . -W -n --keep-going && echo "book build: $$(( $$(date +%s) - start )) s"
 	FEDBOOK_BROWSER_BOOK=_build/html $(PY) -m pytest -q tests/test_browser_book.py
@@ -30,6 +31,10 @@ browser: venv
 
 unit: venv
 	$(PY) -m pytest -q tests
+
+## the examples in the docstrings (the API pages show them), run as doctests
+doctest: venv
+	$(PY) -m pytest -q --doctest-modules fedtheory fedtrain
 
 nbval: venv
 	$(PY) -m pytest -q --nbval-lax --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg book
