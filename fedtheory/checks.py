@@ -93,12 +93,13 @@ def compare(name: str, derived: sp.Expr, printed: sp.Expr, *, note: str = "",
                  f"equal by exact evaluation at {points} random rational points", note)
 
 
-def checks_table(checks: Iterable[Check]):
+def checks_table(checks: Iterable[Check], **kwargs):
     """Display checks as a Markdown table with typeset math (an ``IPython.display.Markdown`` object).
 
     Jupyter Book typesets math in Markdown outputs but not in raw HTML outputs, so the table is
-    Markdown; see :func:`fedtheory.figures.tables.checks_markdown` for the layout.
+    Markdown; see :func:`fedtheory.figures.tables.checks_markdown` for the layout and the keyword
+    arguments (``expected_failures``, ``max_width``).
     """
     from fedtheory.figures.tables import display_checks
 
-    return display_checks(checks)
+    return display_checks(checks, **kwargs)

@@ -87,11 +87,22 @@ def dp_fedavg_server_error(N, rho_np, alpha2, tau2, gamma2):
 
 
 class ServerGaps(NamedTuple):
-    """Lemma 7 (eqs. 79-81)."""
+    """Lemma 7 (eqs. 79-81): gaps between the baselines' server errors and FedHDP's."""
 
     hdp_minus_opt: float | np.ndarray
     dp_minus_opt: float | np.ndarray
     dp_minus_hdp: float | np.ndarray
+
+    def _repr_markdown_(self) -> str:
+        """A small table for notebooks (instead of the raw ``ServerGaps(...)`` dump)."""
+        rows = [("HDP-FedAvg − FedHDP", "(79)", self.hdp_minus_opt),
+                ("DP-FedAvg − FedHDP", "(80)", self.dp_minus_opt),
+                ("DP-FedAvg − HDP-FedAvg", "(81)", self.dp_minus_hdp)]
+        lines = ["| server-error gap (Lemma 7) | eq. | value |", "|---|---|---|"]
+        for name, eq, value in rows:
+            text = f"{float(value):.4g}" if np.ndim(value) == 0 else np.array2string(np.asarray(value), precision=4)
+            lines.append(f"| {name} | {eq} | {text} |")
+        return "\n".join(lines)
 
 
 def server_gaps(N, rho_np, alpha2, tau2, gamma2) -> ServerGaps:

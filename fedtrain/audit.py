@@ -485,7 +485,7 @@ def near_cancelling_contributions(data: FederatedData, *, silo: int = 0, num_can
     means differ (P mostly on the bias) keep the crafted records well conditioned in float32.
 
     Returns a dict: ``contribution`` (measured / clip, one per canary; 1 when clipping is correct),
-    ``prox_norm`` (‖P‖ in round 2), ``reference_max_error`` (largest |engine − reference| over the
+    ``prox_norm`` (‖P‖ in round 2), ``reference_max_error`` (largest ``|engine − reference|`` over the
     dimensions no canary uses, in the same units: how well the reference tracks the engine elsewhere).
     """
     out = _near_cancelling_run(data, silo, np.ones(int(num_canaries), dtype=bool), lam=lam, lr=lr, clip=clip,

@@ -94,22 +94,26 @@ class RunConfig:
 
     Privacy
         eps: per-silo target ε (one float for all silos or one per silo); ``inf`` trains without
-            clipping or noise (non-private baseline).
+        clipping or noise (non-private baseline).
         delta: per-silo δ; ``None`` uses the paper's δ of the dataset (:data:`fedtrain.presets.PAPER_DEFAULTS`)
-            when known, else :func:`default_delta` of each silo's n_k.  Every δ_k must satisfy the
-            paper's rule δ_k < n_k^{-1.1} (checked when the data are known).
+        when known, else :func:`default_delta` of each silo's n_k.  Every δ_k must satisfy the
+        paper's rule δ_k < n_k^{-1.1} (checked when the data are known).
         accountant: ``rdp`` (Opacus RDP, the paper's), ``pld`` (dp_accounting PLD), ``prv`` (Opacus PRV).
         clip: per-example L2 clipping norm c.
+
     Optimization
         lr: client learning rate η; rounds: communication rounds T; local_epochs: DP-SGD epochs per
         round (Poisson-sampled batches at rate q_k = min(B, n_k)/n_k); batch_size: expected batch B.
+
     Method
         method: a name of :data:`fedtrain.methods.registry.METHODS`; lam: λ of the methods that have one
         (:data:`~fedtrain.methods.registry.LAMBDA_METHODS`; the others ignore it); aggregation;
         options: the method's options dataclass (see the module docstring).
+
     Reproducibility and reporting
         seed (all sampling, noise and initialization; an integer in [0, 2^53)), device, eval_every
         (record the test metric every that many rounds; 0 = final round only), model.
+
     Data
         dataset: the dataset's name; dataset_options: the loader's options (JSON values).
     """

@@ -115,12 +115,14 @@ def eps_positions(eps_values: Sequence[float]) -> dict[float, float]:
 
 
 def plot_privacy_utility(rows: Sequence["RunResult"], *, title: str | None = None, note: str = "",
-                         ax=None):
+                         ax=None, zoom_eps: float | None = None):
     """Fig. 3 / Fig. 4: test metric (mean ± std over seeds) against per-silo ε, every method at its best (λ, η).
 
     ε is on a log axis (:func:`eps_positions`); the non-private point sits right of a dashed separator,
     joined to the curve by a dotted segment.  Error bars are ±1 standard deviation over seeds; methods
-    are offset slightly along x so that their bars do not overlap.
+    are offset slightly along x so that their bars do not overlap.  ``zoom_eps`` (one of the ε in
+    ``rows``; only when ``ax`` is None) adds a panel that zooms in on that ε, one row per method sorted
+    by the metric, so that methods within a few percent of each other can be told apart.
     """
     import matplotlib.pyplot as plt
 
@@ -128,8 +130,13 @@ def plot_privacy_utility(rows: Sequence["RunResult"], *, title: str | None = Non
     table = best_lambda_table(rows)
     eps_values = sorted({t["eps"] for t in table})
     pos = eps_positions(eps_values)
+    if zoom_eps is not None and zoom_eps not in eps_values:
+        raise ValueError(f"zoom_eps must be one of the ε in rows {eps_values} (got {zoom_eps!r})")
     fig = None
-    if ax is None:
+    zax = None
+    if ax is None and zoom_eps is not None:
+        fig, (ax, zax) = plt.subplots(1, 2, figsize=(9.5, 5.4), gridspec_kw={"width_ratios": [2.2, 1]})
+    elif ax is None:
         fig, ax = plt.subplots(figsize=(7, 4.4))
     labels = list(OrderedDict.fromkeys(t["label"] for t in table))
     for j, label in enumerate(labels):
@@ -157,6 +164,40 @@ def plot_privacy_utility(rows: Sequence["RunResult"], *, title: str | None = Non
     ax.set_ylabel(metric_label(rows[0].metric))
     ax.set_title(title or f"{data_label(rows)}\n{_settings(rows)}; λ, η tuned per point; mean ± std over seeds{note}",
                  fontsize=10)
+    if zax is not None:  # zoom panel: one row per method at zoom_eps; the legend goes under both panels
+        at = sorted((t for t in table if t["eps"] == zoom_eps), key=lambda t: t["mean"])
+        # the x range covers the methods within 25 % of the best one; a method outside it is drawn at the
+        # edge (an arrow marker) with its value in its label, so that one outlier cannot squash the rest
+        best_t = at[0] if lower_is_better(rows[0].metric) else at[-1]
+        near = [t for t in at if abs(t["mean"] - best_t["mean"]) <= 0.25 * abs(best_t["mean"])]
+        spread = {id(t): (t["std"] if math.isfinite(t["std"]) else 0.0) for t in at}  # NaN: every seed diverged
+        lo_x = min(t["mean"] - spread[id(t)] for t in near)
+        hi_x = max(t["mean"] + spread[id(t)] for t in near)
+        pad = 0.08 * (hi_x - lo_x) if hi_x > lo_x else 0.01 * abs(best_t["mean"]) + 1e-12
+        lo_x, hi_x = lo_x - pad, hi_x + pad
+        names = []
+        for i, t in enumerate(at):
+            color = method_color(t["method"])
+            if lo_x <= t["mean"] <= hi_x:
+                zax.errorbar([t["mean"]], [i], xerr=[t["std"]], marker="o", ms=5, capsize=3, color=color)
+                names.append(t["label"])
+            else:
+                edge = hi_x if t["mean"] > hi_x else lo_x
+                zax.plot([edge], [i], marker=">" if t["mean"] > hi_x else "<", ms=7, color=color, ls="none")
+                names.append(f"{t['label']} ({t['mean']:.3g}, off scale)")
+        zax.set_xlim(lo_x, hi_x)
+        zax.set_yticks(range(len(at)))
+        zax.set_yticklabels(names, fontsize=8)
+        zax.set_ylim(-0.6, len(at) - 0.4)
+        zax.set_xlabel(metric_label(rows[0].metric), fontsize=9)
+        zax.set_title("zoom: ε = ∞ (non-private)" if math.isinf(zoom_eps) else f"zoom: ε = {zoom_eps:g}",
+                      fontsize=10)
+        zax.tick_params(axis="x", labelsize=8)
+        zax.grid(alpha=0.3)
+        handles, names = ax.get_legend_handles_labels()
+        fig.legend(handles, names, fontsize=8, loc="lower center", ncol=min(len(names), 5), frameon=False)
+        fig.tight_layout(rect=(0, 0.08 + 0.04 * ((len(names) - 1) // 5), 1, 1))
+        return fig
     if len(labels) > 4:  # many methods: the legend goes beside the axes so that it hides no data
         ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
         if fig is not None:

@@ -108,6 +108,17 @@ def test_privacy_utility_and_lambda_plots(rows):
     assert labels == ["Local", "FedAvg", "Finetune (50% FedAvg)", "MR-MTL", "Ditto"]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["2", "∞\n(non-private)"]
     plt.close(fig)
+    # the zoom panel at one ε: one row per method, sorted by the metric, the legend under both panels
+    fig = plot_privacy_utility(rows, zoom_eps=2.0)
+    main, zoom = fig.axes
+    assert len(zoom.get_yticklabels()) == 5 and zoom.get_title() == "zoom: ε = 2"
+    means = [ln.get_xdata()[0] for ln in zoom.get_lines() if ln.get_marker() in ("o", ">", "<")]
+    assert means == sorted(means) and len(fig.legends) == 1 and main.get_legend() is None
+    lo_x, hi_x = zoom.get_xlim()
+    assert all(lo_x <= m <= hi_x for m in means)
+    plt.close(fig)
+    with pytest.raises(ValueError, match="zoom_eps"):
+        plot_privacy_utility(rows, zoom_eps=3.0)
     fig = plot_lambda_sweep(rows, [2.0, math.inf])
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and "λ" in ax.get_xlabel() and "best λ" in ax.get_title()
@@ -217,4 +228,16 @@ def test_privacy_utility_panels_are_stacked(rows):
     assert len(fig.axes) == 2 and fig.get_size_inches()[0] <= 9
     a, b = fig.axes
     assert a.get_position().y0 > b.get_position().y1 and a.get_title().endswith("note a")
+    plt.close(fig)
+
+
+def test_zoom_panel_keeps_an_outlier_off_scale():
+    rows = [_fake(m, 6.0, 0.0, 0.03, s, v + 0.0002 * s, metric="mse")
+            for m, v in (("fedavg", 0.0259), ("mrmtl", 0.0250), ("ditto", 0.0246), ("ifca", 0.1149)) for s in (0, 1)]
+    fig = plot_privacy_utility(rows, zoom_eps=6.0)
+    zoom = fig.axes[1]
+    labels = [t.get_text() for t in zoom.get_yticklabels()]
+    assert labels[-1].endswith("(0.115, off scale)") and not any("off scale" in t for t in labels[:-1])
+    lo_x, hi_x = zoom.get_xlim()
+    assert hi_x < 0.03 and lo_x > 0.02  # the three close methods fill the panel
     plt.close(fig)

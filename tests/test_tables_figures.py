@@ -2,31 +2,57 @@
 import sympy as sp
 
 from fedtheory.checks import compare
-from fedtheory.figures.tables import checks_markdown, display_checks, markdown_table
+from fedtheory.figures.tables import checks_markdown, checks_summary, display_checks, format_noise, markdown_table
 
 x, y = sp.symbols("x y", positive=True)
 
 
-def test_checks_markdown_rows_verdicts_and_tally():
+def test_checks_markdown_rows_verdicts_and_summary():
     md = checks_markdown([compare("λ*_np (eq. 1)", x / y, x * y**-1), compare("typo", x, 2 * x, note="should be 2x")])
     lines = md.splitlines()
-    assert lines[0].startswith("2 checks: 1 equal") and "1 differ" in lines[0]
-    assert lines[2] == "| result | verdict | derived (sympy) | printed (paper) |"
-    assert r"λ\*\_np" in lines[4] and "✓ equal" in lines[4] and r"$\displaystyle \frac{x}{y}$" in lines[4]
-    assert "✗ **differ** at $" in lines[5] and "*should be 2x*" in lines[5]
-    assert all(line.count("|") - line.count(r"\|") == 5 for line in lines[2:])  # 4 cells per row
+    assert lines[0].startswith("**2 checks: 1 agrees, 1 differs.**") and "**Unexpected failures:** typo." in lines[0]
+    assert lines[2] == "| # and result | derived (sympy) | printed (paper) |"
+    assert lines[4].startswith(r"| 1. λ\*\_np (eq. 1): ✓ equal")
+    assert r"$\displaystyle \frac{x}{y}$" in lines[4]
+    assert lines[5].startswith("| 2. typo: ✗ **differs** at $") and "*should be 2x*" in lines[5]
+    assert all(line.count("|") - line.count(r"\|") == 4 for line in lines[2:])  # 3 cells per row
 
 
-def test_pipes_in_latex_do_not_split_cells_and_long_expressions_are_summarised():
+def test_expected_failures_are_named_in_the_summary_and_unknown_names_rejected():
+    import pytest
+
+    rows = [compare("ok", x, x), compare("typo", x, 2 * x)]
+    md = checks_markdown(rows, expected_failures=["typo"])
+    assert "known typo in the paper (the check is expected to fail): typo." in md.splitlines()[0]
+    assert "Unexpected" not in md and "expected: a typo in the paper" in md
+    assert "**Expected to fail but agree:** ok." in checks_summary(rows, expected_failures=["ok", "typo"])
+    with pytest.raises(ValueError, match="expected_failures"):
+        checks_summary(rows, expected_failures=["no such row"])
+
+
+def test_pipes_in_latex_do_not_split_cells_and_long_expressions_go_to_a_dropdown():
     row = checks_markdown([compare("abs", sp.Abs(x - y), sp.Abs(y - x))]).splitlines()[-1]
-    assert r"\vert" in row and row.count("|") == 5
+    assert r"\vert" in row and row.count("|") == 4
     big = sum(sp.Symbol(f"a{i}") ** i for i in range(200))
-    row = checks_markdown([compare("big", big, big)], max_latex_chars=100).splitlines()[-1]
-    assert "long expression" in row and "operations" in row
+    md = checks_markdown([compare("big", big, big + x - x)], max_width=100)
+    table_row = [ln for ln in md.splitlines() if ln.startswith("| 1. big")][0]
+    assert "see dropdown 1 below" in table_row and "operations" in table_row and "$" not in table_row
+    assert "````{dropdown} 1. ✓ big: derived and printed in full" in md
+    assert md.count("$$") == 4 and "a_{199}^{199}" in md and md.rstrip().endswith("````")
+
+
+def test_format_noise_rounds_float_noise_only():
+    import pytest
+
+    assert format_noise(2.194e-16) == "0 (to 1e-15)"
+    assert format_noise(-3e-13, tol=1e-12) == "0 (to 1e-12)"
+    assert format_noise(0.012345) == "0.01235"
+    with pytest.raises(ValueError, match="tol"):
+        format_noise(1.0, tol=0)
 
 
 def test_display_checks_and_markdown_table():
-    assert display_checks([compare("c", x, x)]).data.startswith("1 check: 1 equal")
+    assert display_checks([compare("c", x, x)]).data.startswith("**1 check: 1 agrees, 0 differ.**")
     assert markdown_table(["a", "b"], [[1, 0.123456]]).splitlines() == ["| a | b |", "|---|---|", "| 1 | 0.1235 |"]
 
 

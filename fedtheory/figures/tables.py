@@ -17,10 +17,12 @@ from typing import Iterable, Sequence
 import numpy as np
 import sympy as sp
 
-__all__ = ["checks_markdown", "display_checks", "display_table", "markdown_table"]
+__all__ = ["checks_markdown", "checks_summary", "display_checks", "display_table", "format_noise", "markdown_table", "visible_width"]
 
-#: Expressions whose LaTeX is longer than this are summarised instead of printed in a table cell.
-MAX_LATEX_CHARS = 400
+#: Expressions wider than this many visible symbols (see :func:`visible_width`) go into a dropdown below
+#: the table instead of a table cell, so that the derived and printed columns stay side by side within
+#: the text column.
+MAX_WIDTH = 48
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#$])")
 
@@ -30,24 +32,57 @@ def _escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 
-def _math_cell(expr, max_chars: int) -> str:
+def _latex(expr) -> str:
     latex = sp.latex(sp.sympify(expr))
-    if len(latex) > max_chars:
-        ops = sp.count_ops(expr)
-        return f"*long expression ({ops} operations), not shown*"
-    # a bare '|' would split the Markdown table cell
-    latex = latex.replace(r"\|", r"\Vert ").replace("|", r"\vert ")
-    return f"$\\displaystyle {latex}$"
+    # a bare '|' would split a Markdown table cell
+    return latex.replace(r"\|", r"\Vert ").replace("|", r"\vert ")
+
+
+def visible_width(latex: str) -> int:
+    """Rough number of symbols a LaTeX formula shows: commands count as one symbol, braces, sub- and
+    superscript markers and spacing as none (a fraction counts numerator plus denominator).
+
+    Examples
+    --------
+    >>> visible_width(r"\\frac{\\alpha^{2}}{\\tau^{2}}")
+    4
+    """
+    t = re.sub(r"\\(left|right|displaystyle|frac|[,;!]|quad)", "", latex)
+    t = re.sub(r"\\[a-zA-Z]+", "x", t)
+    return len(re.sub(r"[{}^_\s]", "", t))
+
+
+def format_noise(x, tol: float = 1e-15, fmt: str = "{:.4g}") -> str:
+    """Format a number that should be zero up to floating-point noise.
+
+    Values with ``|x| < tol`` print as ``"0 (to 1e-15)"`` instead of a noise figure such as
+    ``2.194e-16``; larger values use ``fmt``.
+
+    Examples
+    --------
+    >>> format_noise(2.194e-16)
+    '0 (to 1e-15)'
+    >>> format_noise(0.0123)
+    '0.0123'
+    >>> format_noise(3e-13, tol=1e-12)
+    '0 (to 1e-12)'
+    """
+    if not tol > 0:
+        raise ValueError(f"tol must be > 0 (got {tol!r})")
+    x = float(x)
+    if abs(x) < tol:
+        return f"0 (to {tol:.0e})".replace("e-0", "e-").replace("e+0", "e+")
+    return fmt.format(x)
 
 
 _PROVED = "sympy.simplify proves the identity"
 
 
-def _verdict(check) -> str:
+def _verdict(check, expected_failure: bool) -> str:
     if check.holds:
         text = "✓ equal" if check.method == _PROVED else "✓ equal (exact evaluation)"
     else:
-        text = "✗ **differ**"
+        text = "✗ **differs** (expected: a typo in the paper)" if expected_failure else "✗ **differs**"
         if check.counterexample:
             point = ", ".join(f"{sp.latex(s)}={sp.latex(v)}" for s, v in check.counterexample.items())
             text += f" at ${point}$"
@@ -56,25 +91,75 @@ def _verdict(check) -> str:
     return text
 
 
-def checks_markdown(checks: Iterable, *, max_latex_chars: int = MAX_LATEX_CHARS) -> str:
-    """Markdown table of derived-vs-printed checks with typeset math, preceded by a one-line tally.
+def checks_summary(checks: Iterable, expected_failures: Iterable[str] = ()) -> str:
+    """One paragraph: how many checks, how many agree, and which fail (expected typos or not).
 
-    ``checks`` are :class:`fedtheory.checks.Check` objects.  Expressions whose LaTeX exceeds
-    ``max_latex_chars`` characters are summarised (their size in operations).  The tally says how
-    equality was decided; a row that is not proved symbolically says so, and a failing row gives the
-    rational point where the two sides differ.
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> from fedtheory.checks import compare
+    >>> x = sp.Symbol("x", positive=True)
+    >>> rows = [compare("square", x**2, x*x), compare("typo", 2*x, 3*x)]
+    >>> print(checks_summary(rows, expected_failures=["typo"]))
+    **2 checks: 1 agrees, 1 differs.** 1 proved by `sympy.simplify`. The row that differs is a known typo in the paper (the check is expected to fail): typo.
     """
     checks = list(checks)
+    expected = set(expected_failures)
+    unknown = expected - {c.name for c in checks}
+    if unknown:
+        raise ValueError(f"expected_failures names rows that are not among the checks: {sorted(unknown)}")
+    n, agree = len(checks), sum(bool(c) for c in checks)
     proved = sum(bool(c) and c.method == _PROVED for c in checks)
-    equal = sum(bool(c) for c in checks)
-    tally = (f"{len(checks)} check{'' if len(checks) == 1 else 's'}: {equal} equal ({proved} proved by `sympy.simplify`"
-             + (f", {equal - proved} by exact evaluation at random rational points" if equal > proved else "")
-             + f"), {len(checks) - equal} differ (a non-zero difference at an exact rational point).")
-    # the verdict comes second so that it stays visible when wide formulas make the table scroll
-    lines = [tally, "", "| result | verdict | derived (sympy) | printed (paper) |", "|---|---|---|---|"]
-    for c in checks:
-        lines.append(f"| {_escape(c.name)} | {_verdict(c)} | {_math_cell(c.derived, max_latex_chars)} | "
-                     f"{_math_cell(c.printed, max_latex_chars)} |")
+    differ = [c.name for c in checks if not c]
+    text = (f"**{n} check{'' if n == 1 else 's'}: {agree} agree{'s' if agree == 1 else ''}, "
+            f"{len(differ)} differ{'s' if len(differ) == 1 else ''}.** {proved} proved by `sympy.simplify`")
+    if agree > proved:
+        text += f", {agree - proved} equal by exact evaluation at random rational points"
+    text += "."
+    typos = [name for name in differ if name in expected]
+    surprises = [name for name in differ if name not in expected]
+    if typos:
+        one = len(typos) == 1
+        text += (f" The row{'' if one else 's'} that differ{'s' if one else ''} "
+                 f"{'is a known typo' if one else 'are known typos'} in the paper (the check is expected to fail): "
+                 + "; ".join(_escape(t) for t in typos) + ".")
+    if surprises:
+        text += " **Unexpected failures:** " + "; ".join(_escape(t) for t in surprises) + "."
+    agreeing_expected = sorted(expected & {c.name for c in checks if c})
+    if agreeing_expected:
+        text += " **Expected to fail but agree:** " + "; ".join(_escape(t) for t in agreeing_expected) + "."
+    return text
+
+
+def checks_markdown(checks: Iterable, *, expected_failures: Iterable[str] = (),
+                    max_width: int = MAX_WIDTH) -> str:
+    """Derived-vs-printed checks as MyST Markdown: a summary, a table, and dropdowns for long formulas.
+
+    ``checks`` are :class:`fedtheory.checks.Check` objects; ``expected_failures`` names the rows that
+    are known typos in the paper (the summary lists them as expected failures, any other failing row as
+    unexpected).  Each row starts with its number, name and verdict (✓ equal / ✗ differs), then puts the
+    derived and printed expressions side by side, so that the table fits the text column; an expression wider
+    than ``max_width`` visible symbols (:func:`visible_width`) is shown in full in a dropdown (an HTML ``<details>``)
+    under the table, and its cell points there.  A failing row gives the rational point where the two
+    sides differ.
+    """
+    checks = list(checks)
+    expected = set(expected_failures)
+    lines = [checks_summary(checks, expected), "",
+             "| # and result | derived (sympy) | printed (paper) |", "|---|---|---|"]
+    long_rows = []
+    for i, c in enumerate(checks, 1):
+        d, p = _latex(c.derived), _latex(c.printed)
+        cells = [f"$\\displaystyle {tex}$" if visible_width(tex) <= max_width
+                 else f"long ({sp.count_ops(expr)} operations): see dropdown {i} below"
+                 for tex, expr in ((d, c.derived), (p, c.printed))]
+        if max(visible_width(d), visible_width(p)) > max_width:
+            long_rows.append((i, c, d, p))
+        lines.append(f"| {i}. {_escape(c.name)}: {_verdict(c, c.name in expected)} | {cells[0]} | {cells[1]} |")
+    for i, c, d, p in long_rows:
+        mark = "✓" if c else "✗"
+        lines += ["", f"````{{dropdown}} {i}. {mark} {_escape(c.name)}: derived and printed in full",
+                  "**Derived (sympy):**", "", "$$", d, "$$", "", "**Printed (paper):**", "", "$$", p, "$$", "````"]
     return "\n".join(lines)
 
 

@@ -159,14 +159,12 @@ def plot_panel(ax, settings: list[Setting], tau: float, *, show_sim: bool = True
             ax.errorbar(lam[idx], s.sim.mse[1:-1][idx], yerr=2 * s.sim.se[1:-1][idx], fmt="o", ms=3,
                         color=style["color"], capsize=2, alpha=0.8)
     u = settings[1]
-    ax.axhline(u.local, color="tab:red", ls=":", lw=1)
-    ax.axhline(u.fedavg, color="tab:red", ls="-.", lw=1)
+    # the endpoint levels are named in the legend, not by text on the axes: annotations overprinted the
+    # curves and each other where the two levels (or a curve) come close
+    ax.axhline(u.local, color="tab:red", ls=":", lw=1, label="private local (λ=0)")
+    ax.axhline(u.fedavg, color="tab:red", ls="-.", lw=1, label="private FedAvg (λ=∞)")
     if plugin_error is not None:
         ax.axhline(plugin_error, color="tab:gray", ls="--", lw=1.5, label="empirical-Bayes λ̂ (no tuning cost)")
-    # local at the left end, FedAvg at the right end: the two labels stay apart where the levels coincide
-    ax.annotate("private local (λ=0)", (settings[0].lambdas[0], u.local), fontsize=9, va="bottom", color="tab:red")
-    ax.annotate("private FedAvg (λ=∞)", (settings[0].lambdas[-1], u.fedavg), fontsize=9, va="bottom", ha="right",
-                color="tab:red")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("MR-MTL regularization λ")

@@ -54,6 +54,13 @@ def optimal_ratio(N1, N2, alpha2, tau2, gamma1_2, gamma2_2):
 
     Lemma 2, eqs. 28/55.  A group-2 client's update counts ``r*`` times a group-1 client's; ``r* ≤ 1``
     exactly when ``N_1γ_1² ≤ N_2γ_2²`` (group 2 is noisier).
+
+    Examples
+    --------
+    Two clients opt out of privacy, 18 stay private (γ² = 0.5 on their average):
+
+    >>> round(optimal_ratio(2, 18, alpha2=1.0, tau2=0.5, gamma1_2=0.0, gamma2_2=0.5), 4)
+    0.1429
     """
     *_, s1, s2 = _params(N1, N2, alpha2, tau2, gamma1_2, gamma2_2)
     return _out(s1 / s2)

@@ -117,6 +117,15 @@ def optimal_lambda(sigma_loc2: ArrayLike, tau2: ArrayLike) -> float | np.ndarray
     ``sigma_loc2`` is the local variance σ_loc² (see :func:`local_variance`), ``tau2`` the
     heterogeneity τ².  Returns ``np.inf`` (FedAvg) where ``τ² = 0 < σ_loc²`` and ``0`` (local training;
     every λ is then optimal with zero error) where ``σ_loc² = 0``.  ``λ*`` does not depend on K.
+
+    Examples
+    --------
+    The paper's defaults at τ = 0.08 (σ_loc² = 0.010189, see the mean-estimation chapter):
+
+    >>> round(optimal_lambda(0.010189, 0.08**2), 4)
+    1.592
+    >>> optimal_lambda([0.01, 0.02], 0.0)   # no heterogeneity: FedAvg
+    array([inf, inf])
     """
     s = check_nonnegative("sigma_loc2", sigma_loc2)
     tau2 = check_nonnegative("tau2", tau2)

@@ -116,7 +116,7 @@ def compose(*events: DpEvent) -> DpEvent:
 
 
 def event_key(event: DpEvent) -> str:
-    """A canonical string of ``event`` (class names and exact float ``repr``s), the key of caches."""
+    """A canonical string of ``event`` (class names and the exact ``repr`` of every float), the key of caches."""
     return repr(event)
 
 

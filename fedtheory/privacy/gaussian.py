@@ -36,6 +36,15 @@ def gaussian_sigma(eps, delta, sensitivity=1.0):
     Thm A.1); for ε ≥ 1 it is the formula the MR-MTL paper uses, not a proven guarantee.
 
     Raises ``ValueError`` for ε ≤ 0, δ outside (0, 1) or sensitivity ≤ 0.
+
+    Examples
+    --------
+    >>> round(gaussian_sigma(0.25, 1e-5), 3)
+    19.379
+    >>> gaussian_sigma(0.0, 1e-5)
+    Traceback (most recent call last):
+    ...
+    ValueError: eps must be > 0 (got 0.0)
     """
     eps = check_positive("eps", eps)
     delta = check_open_interval("delta", delta, 0.0, 1.0)

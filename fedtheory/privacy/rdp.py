@@ -256,7 +256,13 @@ def rdp_to_zcdp(orders, rdp) -> float:
 
 
 def zcdp_epsilon(rho, delta):
-    """(ε, δ)-DP implied by ρ-zCDP: ε = ρ + 2·sqrt(ρ·log(1/δ)) (Bun & Steinke 2016, Prop. 1.3).  Vectorised."""
+    """(ε, δ)-DP implied by ρ-zCDP: ε = ρ + 2·sqrt(ρ·log(1/δ)) (Bun & Steinke 2016, Prop. 1.3).  Vectorised.
+
+    Examples
+    --------
+    >>> round(zcdp_epsilon(0.5, 1e-5), 4)
+    5.2985
+    """
     rho = check_nonnegative("rho", rho)
     delta = check_open_interval("delta", delta, 0.0, 1.0)
     out = rho + 2 * np.sqrt(rho * np.log(1 / delta))

@@ -86,6 +86,13 @@ def noise_share(M: int, S: int, calibration: str) -> float:
 
     ``ddp``: 1/√M (Thm 4.7); ``ddp_hbc``: 1/√(M-1); ``ldp``: 1; ``naive``: √S/√M (a round releases
     S·C-sensitive sums with noise variance M S σ_j² C², i.e. multiplier ``σ_j √M/√S``).
+
+    Examples
+    --------
+    >>> round(noise_share(10, 11, "ddp"), 4)      # 1/√10, whatever the number of local steps
+    0.3162
+    >>> round(noise_share(10, 11, "ddp_hbc"), 4)  # 1/√9: one client may subtract its own noise
+    0.3333
     """
     M = int(check_integer_at_least("M", M, 1))
     S = int(check_integer_at_least("S", S, 1))
@@ -135,6 +142,8 @@ def per_client_noise(M: int, S: int, R: int, sample_rate: float, target_eps: flo
     calibration : one of :data:`CALIBRATIONS` (trust models in the module docstring).
     accountant : ``"rdp"``, ``"pld"`` or ``"prv"``.
 
+    Notes
+    -----
     Guarantee: the accountant's ε at the returned noise is ≤ target_eps (the calibration in
     :mod:`fedtheory.privacy.dpsgd` brackets from above), for the adversary of the chosen trust model.
     """

@@ -198,7 +198,7 @@ def tnb_gamma(mean_runs, eta) -> float:
 
     ``E[h]`` decreases strictly from ∞ (γ → 0) to 1 (γ → 1), so the root is unique; ``mean_runs``
     must exceed 1.  Geometric (η = 1) has the closed form γ = 1/E[h], which the tests use.  The
-    bracket reaches γ = 1e-300 (needed as η → -1, where γ ≈ (E[h]/|η|)^{-1/(1+η)}).
+    bracket reaches γ = 1e-300 (needed as η → -1, where γ ≈ (E[h]/abs(η))^{-1/(1+η)}).
     """
     eta = _check_eta(eta)
     mean_runs = float(as_float_array("mean_runs", mean_runs))
@@ -497,6 +497,8 @@ def tuned_epsilon(noise_multiplier: float, delta: float, distribution: str, mean
     mechanism, sample_rate, steps, orders : the base mechanism, see :func:`base_rdp`.
     bound : ``"tight"`` (default) or ``"rdp"``, see the module docstring (:data:`BOUNDS`).
 
+    Notes
+    -----
     Composition: RDP of the base mechanism → Thm F.2 / P&S Thm 6 → Lemma A.2 conversion
     (:func:`fedtheory.privacy.rdp.rdp_to_epsilon`, ``conversion="improved"``).  With ``bound="tight"``
     the untuned ε is the exact one (analytic Gaussian / PLD), the Poisson δ̂ is the exact profile and,

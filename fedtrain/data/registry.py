@@ -2,7 +2,7 @@
 
 Names (``DATASETS``):
 
-================== ===================================================================
+=================== ===================================================================
 ``school``          real School (139 silos, 28 features, regression), needs ``school.mat``
 ``vehicle``         real Vehicle (23 silos, 100 features, binary), needs ``vehicle.mat``
 ``gleam``           real GLEAM (38 silos, 180 features, binary), needs ``gleam.mat``
@@ -11,7 +11,7 @@ Names (``DATASETS``):
 ``gleam-standin``   synthetic stand-in with GLEAM's structure
 ``gaussian``        the theory's mean-estimation model (:func:`~fedtrain.data.gaussian.gaussian_mean_estimation`)
 ``gaussian-linreg`` the theory's linear-regression model (``FᵀF = n I``)
-================== ===================================================================
+=================== ===================================================================
 
 Options are passed through to the loader (e.g. ``seed``, ``test_fraction``, ``tau``).
 """
