@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 #: Bumped whenever a change of the engine changes the numbers a config produces (part of ``key()``).
-ENGINE_VERSION = 1
+ENGINE_VERSION = 2
 
 METHODS = ("local", "fedavg", "finetune", "mrmtl", "ditto", "mocha", "ifca", "ifca-mrmtl")
 ACCOUNTANTS = ("rdp", "pld", "prv")

@@ -5,6 +5,10 @@ with the bias row, ``o = 1`` for regression / binary SVM, ``o = C`` for multicla
 for S stacked configurations and K silos are one tensor ``(S, K, p, o)``.  The per-example gradient
 of a loss ``ℓ(f(x), y)`` is the outer product ``x̃ ⊗ ∂ℓ/∂f``, so its norm is
 ``‖x̃‖·‖∂ℓ/∂f‖`` and the clipped sum is one ``einsum``: no per-example gradient tensor is built.
+With a proximal term ``P`` clipped together with each gradient, the norm of ``x̃ gᵀ + P`` comes from
+the expanded ``‖x̃‖²‖g‖² + 2x̃ᵀPg + ‖P‖²``, which cancels catastrophically when a gradient nearly
+cancels ``P``; wherever its rigorous float error bound exceeds 1e-4 of its value, ``x̃ gᵀ + P`` is
+formed, its own norm sets the clip factor and it is summed as formed (issue 14 item 1).
 
 Losses (notes §6): squared ``½(f − y)²`` (School, metric MSE), hinge ``max(0, 1 − y f)`` with
 ``y ∈ {±1}`` (Vehicle, GLEAM linear SVM, metric accuracy, prediction ``sign(f)`` with ``f = 0 → +1``),
@@ -20,6 +24,9 @@ from typing import Protocol
 import torch
 
 __all__ = ["Loss", "SquaredLoss", "HingeLoss", "LogisticLoss", "loss_for_task", "Model", "LinearModel"]
+
+#: Relative error of ``‖v‖²`` below which the expanded-form norm is trusted (see LinearModel.clipped_grad_sum).
+EXPANDED_NORM_REL_TOL = 1e-4
 
 
 class Loss:
@@ -146,6 +153,12 @@ class LinearModel:
         self.o = int(out_dim)
         self.dtype = dtype
         self.device = device
+        # rigorous relative error bound γ_n = n u / (1 − n u) of the expanded norm (longest dot product
+        # n = max(p·o, p + o), plus the final multiply and two additions), with a 1.25 safety factor
+        n = max(self.p * self.o, self.p + self.o) + 3
+        u = torch.finfo(dtype).eps / 2
+        self.gamma = 1.25 * n * u / (1 - n * u)
+        self.recomputed = 0  # examples whose norm was recomputed from the formed vector (diagnostics)
 
     def init(self, lead, generator=None, *, random=False):
         shape = tuple(lead) + (self.p, self.o)
@@ -176,13 +189,31 @@ class LinearModel:
         vf = valid[:, None].to(f.dtype)  # (U,1,K,b)
         g = loss.grad(f, y[:, None]) * vf[..., None]  # ∂ℓ/∂f (U,c,K,b,o)
         norm2 = (x * x).sum(-1)[:, None] * (g * g).sum(-1)
+        formed = None
         if prox is not None:
             pb = prox.reshape(U, c, K, p, o)
             xp = torch.einsum("ukbp,uckpo->uckbo", x, pb)  # x_iᵀ P
-            norm2 = norm2 + 2.0 * (xp * g).sum(-1) + (pb * pb).sum((-1, -2))[..., None]
+            a2 = norm2
+            p2 = (pb * pb).sum((-1, -2))[..., None]
+            norm2 = norm2 + 2.0 * (xp * g).sum(-1) + p2
+            # |fl(norm2) − norm2| ≤ γ(‖x‖²‖g‖² + 2‖x‖‖P‖‖g‖ + ‖P‖²) ≤ 2γ(a2 + p2): where that is not
+            # small against the computed value (cancellation), form v = x gᵀ + P, take its norm and
+            # sum v itself (summing x gᵀ and P separately would cancel in float32 too)
+            suspect = (2.0 * self.gamma * (a2 + p2) > EXPANDED_NORM_REL_TOL * norm2) & valid[:, None]
+            if bool(suspect.any()):
+                idx = suspect.nonzero(as_tuple=True)
+                iu, ic, ik, ib = idx
+                v = x[iu, ik, ib][:, :, None] * g[idx][:, None, :] + pb[iu, ic, ik]
+                norm2 = norm2.index_put(idx, (v * v).sum((-1, -2)))
+                formed = (idx, v)
+                self.recomputed += int(iu.numel())
         norms = norm2.clamp(min=0).sqrt()
         factor = (clip.reshape(U, c, K)[..., None] / (norms + 1e-6)).clamp(max=1.0) * vf
-        total = torch.einsum("ukbp,uckbo->uckpo", x, g * factor[..., None])
+        fast = factor if formed is None else factor.index_put(formed[0], factor.new_zeros(()))
+        total = torch.einsum("ukbp,uckbo->uckpo", x, g * fast[..., None])
         if prox is not None:
-            total = total + factor.sum(-1)[..., None, None] * pb
+            total = total + fast.sum(-1)[..., None, None] * pb
+        if formed is not None:
+            (iu, ic, ik, ib), v = formed
+            total = total.index_put((iu, ic, ik), factor[iu, ic, ik, ib][:, None, None] * v, accumulate=True)
         return total.reshape(S, K, p, o), (norms * vf).reshape(S, K, -1)
