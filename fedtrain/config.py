@@ -57,7 +57,7 @@ ACCOUNTANTS = ("rdp", "pld", "prv")
 PROX_MODES = ("clip-together", "post-noise")
 #: Server aggregation: weights n_k / Σn (the released code) or 1/K.
 AGGREGATIONS = ("weighted", "uniform")
-MODELS = ("linear",)
+MODELS = ("linear", "mlp")
 #: λ grid of the paper (App. C.4) for MR-MTL, Ditto and Mocha.
 LAMBDA_GRID = (1e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 #: Client learning-rate grid (App. C.4; one copy of the appendix prints the last entry as 0.03, the

@@ -20,7 +20,7 @@ import pytest
 import torch
 from torch.func import grad, vmap
 
-from fedtrain.models import LinearModel, SquaredLoss
+from fedtrain.models import LinearModel, MLPModel, SquaredLoss
 
 U32 = 2.0 ** -24
 CLIP = 1.0
@@ -51,7 +51,7 @@ def _legacy_clipped_grad_sum(model, w, x, y, valid, loss, clip, prox=None):
 def _exact_grads(model, theta, x, y, loss):
     """Per-example gradients in float64 from the float32 inputs (independent of the engine's paths)."""
     def one(th, xi, yi):
-        return loss.value(model.forward(th.reshape(model.p, model.o), xi[None]), yi[None])[0]
+        return loss.value(model.apply(model.unflatten(th), xi[None]), yi[None])[0]
 
     return vmap(grad(one), in_dims=(0, 0, 0))(theta.double(), x.double(), y.double())
 
@@ -59,7 +59,7 @@ def _exact_grads(model, theta, x, y, loss):
 def _planted(model, kind: str, scale: float, n: int, seed: int):
     """``n`` records, one per silo: ``theta (1,n,D)``, ``x (1,n,1,p)``, ``y (1,n,1)``, ``prox (1,n,D)``."""
     gen = torch.Generator().manual_seed(seed)
-    p, D = model.p, model.p * model.o
+    p, D = model.in_dim, model.num_params
     theta = (torch.randn(D, generator=gen) * 0.3).expand(n, D).contiguous()
     x = torch.randn(n, p, generator=gen)
     x[:, -1] = 1.0
@@ -67,7 +67,7 @@ def _planted(model, kind: str, scale: float, n: int, seed: int):
     loss = SquaredLoss()
     G = _exact_grads(model, theta, x, y, loss)
     # rescale the targets so that every gradient has norm ≈ scale (squared loss: G ∝ f − y)
-    f = (x.double() * theta.double()).sum(-1)
+    f = model.apply(model.unflatten(theta.double()), x.double()[:, None])[:, 0, 0]
     y = (f - (f - y.double()) * scale / G.norm(dim=1)).float()
     G = _exact_grads(model, theta, x, y, loss)
     # P = −G_i + r_i: the summed vector is the residual r_i
@@ -88,6 +88,8 @@ def _worst_excess(clipped):
 
 MODELS = {
     "closed-form": lambda: LinearModel(6, 1),
+    "generic-linear": lambda: LinearModel(6, 1, closed_form=False),
+    "generic-mlp": lambda: MLPModel(6, 1, hidden=8),
 }
 
 
@@ -99,11 +101,8 @@ def test_every_clipped_contribution_is_at_most_c(path, kind, scale):
     theta, x, y, prox = _planted(model, kind, scale, n, seed=int(scale) % 97)
     valid = torch.ones(1, n, 1, dtype=torch.bool)
     clip = torch.full((1, n), CLIP)
-    shape = (1, n, model.p, model.o)
-    clipped, norms = model.clipped_grad_sum(theta.reshape(shape), x, y, valid, SquaredLoss(), clip,
-                                            prox.reshape(shape))
-    clipped = clipped.reshape(theta.shape)
-    assert norms.shape == (1, n, 1)
+    clipped, norms = model.clipped_grad_sum(theta, x, y, valid, SquaredLoss(), clip, prox)
+    assert clipped.shape == theta.shape and norms.shape == (1, n, 1)
     assert _worst_excess(clipped) <= 1.0
     # the clip factor came from the norm of the summed vector: records with ‖v‖ < c are not clipped
     G = _exact_grads(model, theta[0], x[0, :, 0], y[0, :, 0], SquaredLoss())
@@ -133,19 +132,18 @@ def test_recomputation_only_where_the_expanded_norm_is_unreliable():
     model = LinearModel(6, 1)
     gen = torch.Generator().manual_seed(3)
     n = 300
-    theta = torch.randn(1, n, model.p, generator=gen)
+    theta = torch.randn(1, n, model.num_params, generator=gen)
     x = torch.randn(1, n, 1, model.p, generator=gen)
     y = torch.randn(1, n, 1, generator=gen)
-    prox = 0.1 * torch.randn(1, n, model.p, generator=gen)
+    prox = 0.1 * torch.randn(1, n, model.num_params, generator=gen)
     args = (x, y, torch.ones(1, n, 1, dtype=torch.bool), SquaredLoss(), torch.full((1, n), CLIP))
-    w = theta.reshape(1, n, model.p, 1)
-    new, new_norms = model.clipped_grad_sum(w, *args, prox.reshape(w.shape))
+    new, new_norms = model.clipped_grad_sum(theta, *args, prox)
     assert model.recomputed == 0
+    w = theta.reshape(1, n, model.p, 1)
     old, old_norms = _legacy_clipped_grad_sum(model, w, *args, prox.reshape(w.shape))
     assert torch.equal(new, old.reshape(new.shape)) and torch.equal(new_norms, old_norms)
     theta, x, y, prox = _planted(model, "crafted", 1e4, 50, seed=1)
-    shape = (1, 50, model.p, model.o)
-    model.clipped_grad_sum(theta.reshape(shape), x, y, torch.ones(1, 50, 1, dtype=torch.bool), SquaredLoss(),
-                           torch.full((1, 50), CLIP), prox.reshape(shape))
+    model.clipped_grad_sum(theta, x, y, torch.ones(1, 50, 1, dtype=torch.bool), SquaredLoss(),
+                           torch.full((1, 50), CLIP), prox)
     assert model.recomputed >= 40  # (nearly) every crafted record; the bound is not loose enough to miss them
     assert math.isfinite(model.gamma) and model.gamma < 1e-5
