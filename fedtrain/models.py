@@ -201,6 +201,9 @@ class LinearModel(FunctionalModel):
     ``torch.func`` path (for checks; the same numbers up to float32 rounding).
     """
 
+    #: Examples sent through the explicit route by every LinearModel of this process (diagnostics).
+    total_recomputed = 0
+
     def __init__(self, in_dim: int, out_dim: int, dtype: torch.dtype = torch.float32,
                  device: str | torch.device = "cpu", *, closed_form: bool = True, silo_chunk: int | None = None):
         super().__init__(dtype, device, silo_chunk)
@@ -213,7 +216,8 @@ class LinearModel(FunctionalModel):
         n = max(self.p * self.o, self.p + self.o) + 3
         u = torch.finfo(dtype).eps / 2
         self.gamma = 1.25 * n * u / (1 - n * u)
-        self.recomputed = 0  # examples whose norm the closed-form path recomputed explicitly (diagnostics)
+        self.kappa = EXPANDED_NORM_REL_TOL / (2.0 * self.gamma)
+        self.recomputed = 0  # examples this model sent through the explicit route (diagnostics)
 
     def init(self, lead, generator=None, *, random=False):
         shape = tuple(lead) + (self.p * self.o,)
@@ -259,16 +263,24 @@ class LinearModel(FunctionalModel):
             # |fl(norm2) − norm2| ≤ γ(‖x‖²‖g‖² + 2‖x‖‖P‖‖g‖ + ‖P‖²) ≤ 2γ(a2 + p2): where that is not
             # small against the computed value (cancellation), form v = x gᵀ + P, take its norm and
             # sum v itself (summing x gᵀ and P separately would cancel in float32 too)
-            suspect = (2.0 * self.gamma * (a2 + p2) > EXPANDED_NORM_REL_TOL * norm2) & valid[:, None]
-            if bool(suspect.any()):
+            # (three passes in the common case: slack > 0 ⟺ 2γ(a2 + p2) > tol·norm2; an invalid example
+            # has g = 0, so norm2 = p2 and it is never flagged)
+            slack = a2 + p2
+            slack.sub_(norm2, alpha=self.kappa)
+            if bool(slack.max() > 0):
+                suspect = (slack > 0) & valid[:, None]
                 idx = suspect.nonzero(as_tuple=True)
                 iu, ic, ik, ib = idx
                 v = x[iu, ik, ib][:, :, None] * g[idx][:, None, :] + pb[iu, ic, ik]
                 norm2 = norm2.index_put(idx, (v * v).sum((-1, -2)))
                 formed = (idx, v)
                 self.recomputed += int(iu.numel())
-        norms = norm2.clamp(min=0).sqrt()
-        factor = (clip.reshape(U, c, K)[..., None] / (norms + 1e-6)).clamp(max=1.0) * vf
+                LinearModel.total_recomputed += int(iu.numel())
+        # in place on fresh temporaries (same arithmetic as out-of-place; saves allocating (U,c,K,b) tensors)
+        norms = norm2.clamp_(min=0).sqrt_()
+        factor = norms + 1e-6
+        torch.div(clip.reshape(U, c, K)[..., None], factor, out=factor)
+        factor.clamp_(max=1.0).mul_(vf)
         fast = factor if formed is None else factor.index_put(formed[0], factor.new_zeros(()))
         total = torch.einsum("ukbp,uckbo->uckpo", x, g * fast[..., None])
         if prox is not None:

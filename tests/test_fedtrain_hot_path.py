@@ -9,8 +9,10 @@ Tolerances (float32, unit roundoff u = 6e-8):
   convex problem do not amplify rounding much, and 2e-5 still fails on any real difference (a single
   step's noise moves the metric by ~1e-2 relative);
 * School vs the pre-change engine (reference numbers recorded from commit 93ab339 in
-  ``tests/reference_numbers/``): rtol 1e-5 — the closed form keeps the pre-change arithmetic
-  (bit-identical on the recording machine), so only float32 summation order on another CPU can differ.
+  ``tests/reference_numbers/``): rtol 1e-5 (+ 10× any relative difference of the calibrated noise
+  multipliers, which are not the engine's arithmetic) — the closed form keeps the pre-change
+  arithmetic (bit-identical on the recording machine), so only float32 summation order on another
+  CPU can differ.
 """
 from __future__ import annotations
 
@@ -139,19 +141,27 @@ def test_school_runs_equal_the_pre_change_engine(school):
         assert c.to_dict()["delta"] == entry["config"]["delta"] and c.accountant == entry["config"]["accountant"]
         r = run(c, school, keep_models=True)
         where = f"{c.method} seed={c.seed} eps={c.eps} rounds={c.rounds}"
-        np.testing.assert_allclose(r.test_metric, entry["test_metric"], rtol=1e-5, err_msg=where)
-        np.testing.assert_allclose(r.silo_metrics, entry["silo_metrics"], rtol=1e-5, err_msg=where)
-        if "model_sum" in entry:
-            np.testing.assert_allclose(np.abs(r.models).sum(), entry["model_sum"], rtol=1e-5, err_msg=where)
+        # Calibration is not the engine's business: its result depended on what was calibrated before
+        # in the process (up to 1.2e-5 relative, issue 14 item 2).  A relative change dz of the noise
+        # multipliers moves the metrics by at most about dz, so the tolerance is 1e-5 + 10·dz.
+        dz = 0.0
         if "z" in entry:
-            np.testing.assert_allclose(r.noise_multipliers, entry["z"], rtol=1e-9, err_msg=where)
+            z = np.asarray(entry["z"])
+            np.testing.assert_allclose(r.noise_multipliers, z, rtol=1e-4, err_msg=where)
+            dz = float(np.max(np.abs(r.noise_multipliers - z) / np.where(z > 0, z, 1.0)))
+        rtol = 1e-5 + 10 * dz
+        np.testing.assert_allclose(r.test_metric, entry["test_metric"], rtol=rtol, err_msg=where)
+        np.testing.assert_allclose(r.silo_metrics, entry["silo_metrics"], rtol=rtol, err_msg=where)
+        if "model_sum" in entry:
+            np.testing.assert_allclose(np.abs(r.models).sum(), entry["model_sum"], rtol=rtol, err_msg=where)
 
 
 def test_school_grid_equals_the_pre_change_engine(school):
     ref = _reference()["grid"]
     configs = [_config(e) for e in ref]
     for e, r in zip(ref, run_many(configs, school)):
-        np.testing.assert_allclose(r.test_metric, e["test_metric"], rtol=1e-5, err_msg=str(r.config.lam))
+        # no recorded z for the grid: allow calibration's history dependence (see above) at 1e-4
+        np.testing.assert_allclose(r.test_metric, e["test_metric"], rtol=1e-4, err_msg=str(r.config.lam))
 
 
 # ------------------------------------------------------------------------------ chunking and layout
