@@ -18,7 +18,9 @@ two paths behind one method, :meth:`FunctionalModel.clipped_grad_sum`:
 * **closed form** (:class:`LinearModel`, ``f = x̃ W``): ``G_i = x̃_i ⊗ ∂ℓ/∂f`` is never formed; the
   norm comes from ``‖x̃‖²‖g‖² [+ 2 x̃ᵀP g + ‖P‖²]`` and the sum is one ``einsum``.  That expanded form
   cancels catastrophically when a gradient nearly cancels the proximal term ``P`` (issue 14 item 1),
-  so its rigorous float error bound ``2γ(‖x̃‖²‖g‖² + ‖P‖²)`` is evaluated for every example, and the
+  so its rigorous float error bound ``2γ(‖x̃‖²‖g‖² + ‖P‖²)`` (``γ = 1.25·n·u``, ``n`` the longest
+  dot product plus 3, ``u = 2⁻²⁴`` in float32; Higham, *Accuracy and Stability*, §3.1) is evaluated
+  for every example, and the
   examples where it exceeds ``1e-4`` of the computed value (cancellation) take the explicit route:
   ``v_i = x̃_i g_iᵀ + P`` is formed, its norm sets the clip factor and ``v_i`` itself is summed.  Every
   clipped contribution therefore has norm ``≤ c·(1 + 5e-5)`` (the expanded form's rigorous error)
