@@ -5,60 +5,58 @@ Examples::
     fedtrain run --dataset school --method mrmtl --eps 6 --lam 0.3 --lr 0.01 --rounds 200 --seeds 0,1,2 --json
     fedtrain sweep --dataset vehicle-standin --method local,fedavg,mrmtl --eps 0.5,1,inf \\
         --lam 0.01,0.1,1 --lr 0.01 --seeds 0,1 --results results/
+    fedtrain run --dataset school-standin --method ifca --num-clusters 2 --select-eps-frac 0.05 --eps 6
 
-Settings not given on the command line come from the paper's per-dataset defaults (App. C.4: rounds,
-batch size, clip, δ), for stand-ins those of the dataset they imitate, else from
-:class:`~fedtrain.config.RunConfig`'s defaults.  ``--eps inf`` is the non-private baseline.  Privacy is
-silo-specific sample-level DP under add/remove-one adjacency, certified per silo by ``--accountant``.
+Every field of :class:`~fedtrain.config.RunConfig` and every method option of the method registry
+has a flag, generated with its valid range and default from the field's declaration
+(:mod:`fedtrain.params`); ``fedtrain run --help`` lists them.  In ``sweep`` every flag takes a
+comma-separated list and the lists make a grid (seeds vary fastest); λ is used only by the methods
+that have one, and a method option only by the methods that have it.  Settings not given come from the
+paper's per-dataset defaults (App. C.4: rounds, batch size, clip, δ), for stand-ins those of the dataset
+they imitate, else from :class:`~fedtrain.config.RunConfig`'s defaults.  ``--eps inf`` is the
+non-private baseline; negative values may be written ``--lam -1`` or ``--lam=-1`` (both are parsed,
+and rejected with the valid range).  Privacy is silo-specific sample-level DP under add/remove-one
+adjacency, certified per silo by ``--accountant``.  A run whose metric is not finite is reported as
+diverged and left out of the mean.  Ctrl-C stops a sweep: finished runs stay in ``--results`` and
+re-running the same command resumes.
+
+Other modules may add subcommands with :func:`register_command`.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import re
 import sys
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from fedtrain.config import ACCOUNTANTS, AGGREGATIONS, METHODS, PROX_MODES, RunConfig, paper_defaults
-from fedtrain.results import DEFAULT_RESULTS_DIR, ResultsStore, jsonable
+from fedtrain.config import RunConfig
+from fedtrain.encoding import encode
+from fedtrain.methods.registry import LAMBDA_METHODS, METHOD_REGISTRY, option_params
+from fedtrain.params import add_flag, params_of
+from fedtrain.presets import paper_defaults
+from fedtrain.results import DEFAULT_RESULTS_DIR, ResultsStore
 
-__all__ = ["main", "build_parser", "configs_from_args"]
+__all__ = ["main", "build_parser", "configs_from_args", "register_command", "LAMBDA_METHODS"]
 
-#: Methods with a regularization strength λ (the others ignore ``--lam``).
-LAMBDA_METHODS = ("mrmtl", "ditto", "mocha", "ifca-mrmtl")
 ADJACENCY = "add/remove-one record of the silo (silo-specific sample-level DP)"
+#: Fields with flags of their own (the data group) rather than generated ones.
+_DATA_FIELDS = ("dataset", "dataset_options")
+#: Extra flag names of some fields (plural forms used by sweeps).
+_ALIASES = {"method": ("--method", "--methods"), "lam": ("--lam", "--lams"), "lr": ("--lr", "--lrs"),
+            "eps": ("--eps",), "seed": ("--seeds", "--seed")}
+#: Subcommands added by other modules: name -> (help, configure(parser), handler(args) -> exit status).
+_COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
 
 
-def _list(kind, name: str):
-    def parse(text: str) -> list:
-        items = [t.strip() for t in text.split(",") if t.strip()]
-        if not items:
-            raise argparse.ArgumentTypeError(f"{name} needs at least one value")
-        out = []
-        for t in items:
-            try:
-                out.append(kind(t))
-            except ValueError:
-                raise argparse.ArgumentTypeError(f"{name}: {t!r} is not a valid value") from None
-        return out
-    return parse
-
-
-def _eps(t: str) -> float:
-    return math.inf if t.lower() in ("inf", "infinity", "none") else float(t)
-
-
-def _seed(t: str) -> int:
-    v = int(t)
-    if v < 0:
-        raise ValueError
-    return v
-
-
-def _method(t: str) -> str:
-    if t not in METHODS:
-        raise argparse.ArgumentTypeError(f"method must be one of {', '.join(METHODS)} (got {t!r})")
-    return t
+def register_command(name: str, help: str, configure: Callable[[argparse.ArgumentParser], None],
+                     handler: Callable[[argparse.Namespace], int]) -> None:
+    """Add a ``fedtrain <name>`` subcommand: ``configure(parser)`` adds its arguments, ``handler(args)`` runs
+    it and returns the exit status."""
+    if name in ("run", "sweep", "datasets"):
+        raise ValueError(f"subcommand {name!r} is built in")
+    _COMMANDS[name] = (help, configure, handler)
 
 
 def _option(text: str) -> tuple[str, Any]:
@@ -77,40 +75,25 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
 
     g = p.add_argument_group("data")
     g.add_argument("--dataset", required=True, choices=DATASETS, help="dataset name (real or stand-in)")
-    g.add_argument("--data-dir", default=None, help="folder holding the real .mat files (else $FEDBOOK_DATA_DIR, "
-                   "../shared/data)")
+    g.add_argument("--data-dir", default=None, help="folder holding the real .mat files; when given, the file "
+                   "must be there (no fall-back). Default: $FEDBOOK_DATA_DIR, then ../shared/data")
     g.add_argument("--dataset-option", "-D", action="append", type=_option, default=[], metavar="KEY=VALUE",
                    help="loader option, e.g. test_fraction=0.5 or tau=0.3 (repeatable; split seed: seed=1)")
-    g = p.add_argument_group("method and privacy" + (" (comma-separated lists make a grid)" if sweep else ""))
-    plural = " (comma-separated list)" if sweep else ""
-    g.add_argument("--method", "--methods", dest="method", required=True,
-                   type=_list(_method, "--method") if sweep else _method,
-                   help=f"one of {', '.join(METHODS)}{plural}")
-    g.add_argument("--eps", type=_list(_eps, "--eps") if sweep else _eps, default=[math.inf] if sweep else math.inf,
-                   help=f"per-silo target epsilon, 'inf' = non-private{plural} (default inf)")
-    g.add_argument("--delta", type=float, default=None, help="per-silo delta (default: the paper's for the dataset)")
-    g.add_argument("--lam", "--lams", dest="lam", type=_list(float, "--lam") if sweep else float,
-                   default=[0.0] if sweep else 0.0, help=f"lambda of MR-MTL/Ditto/Mocha{plural} (default 0)")
-    g.add_argument("--lr", "--lrs", dest="lr", type=_list(float, "--lr") if sweep else float,
-                   default=[0.01] if sweep else 0.01, help=f"client learning rate{plural} (default 0.01)")
-    g.add_argument("--seeds", type=_list(_seed, "--seeds"), default=[0], help="training seeds, e.g. 0,1,2 (default 0)")
-    g.add_argument("--accountant", choices=ACCOUNTANTS, default="rdp", help="privacy accountant (default rdp)")
-    g = p.add_argument_group("training (defaults: the paper's settings for the dataset)")
-    g.add_argument("--rounds", type=int, default=None, help="communication rounds T")
-    g.add_argument("--batch-size", type=int, default=None, help="expected Poisson batch size B")
-    g.add_argument("--clip", type=float, default=None, help="per-example clipping norm c")
-    g.add_argument("--local-epochs", type=int, default=None, help="DP-SGD epochs per round")
-    g.add_argument("--prox-mode", choices=PROX_MODES, default=None)
-    g.add_argument("--aggregation", choices=AGGREGATIONS, default=None)
-    g.add_argument("--finetune-frac", type=float, default=None)
-    g.add_argument("--num-clusters", type=int, default=None)
-    g.add_argument("--select-frac", type=float, default=None)
-    g.add_argument("--eval-every", type=int, default=None, help="record the test metric every that many rounds")
-    g.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    title = "configuration (RunConfig fields" + ("; comma-separated lists make a grid)" if sweep else ")")
+    g = p.add_argument_group(title)
+    for name, (prm, default) in params_of(RunConfig).items():
+        if name in _DATA_FIELDS:
+            continue
+        extra = "; used by " + ", ".join(LAMBDA_METHODS) + " only" if name == "lam" else ""
+        add_flag(g, name, prm, default, as_list=sweep or name == "seed", flags=_ALIASES.get(name, ()),
+                 extra_help=extra)
+    g = p.add_argument_group("method options (each used by the methods named in its help)")
+    for name, (prm, default, methods) in option_params().items():
+        add_flag(g, name, prm, default, as_list=sweep, extra_help=f" [{', '.join(methods)}]")
     g = p.add_argument_group("output")
     g.add_argument("--results", default=None if not sweep else str(DEFAULT_RESULTS_DIR),
-                   help="results store folder" + (f" (default {DEFAULT_RESULTS_DIR})" if sweep else
-                                                  " (optional: store the runs there)"))
+                   help="results store folder, checked to be writable before training" +
+                   (f" (default {DEFAULT_RESULTS_DIR})" if sweep else " (optional: store the runs there)"))
     g.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     g.add_argument("--progress", dest="progress", action="store_true", default=None, help="force progress bars")
     g.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
@@ -119,64 +102,95 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fedtrain", description="Private, personalized cross-silo training "
                                 "(silo-specific sample-level DP-SGD).",
-                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("Examples::")[1])
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=__doc__.split("Examples::")[1].split("Every field")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="train one configuration over one or more seeds")
+    run = sub.add_parser("run", help="train one configuration over one or more seeds",
+                         description="Train one configuration over one or more seeds. Every RunConfig field and "
+                                     "method option has a flag below, with its valid range and default.")
     _common(run, sweep=False)
-    sw = sub.add_parser("sweep", help="grid over methods, eps, lambda, learning rate and seeds (resumable)")
+    sw = sub.add_parser("sweep", help="grid over any fields (comma-separated lists) and seeds (resumable)")
     _common(sw, sweep=True)
     sw.add_argument("--dry-run", action="store_true", help="validate the grid and print its size; train nothing")
     sw.add_argument("--chunk-size", type=int, default=32, help="runs trained (and stored) together")
     sub.add_parser("datasets", help="list the dataset names")
+    for name, (help_text, configure, _) in _COMMANDS.items():
+        configure(sub.add_parser(name, help=help_text))
     return p
+
+
+def _distinct(name: str, values: list) -> list:
+    seen = set()
+    for v in values:
+        k = repr(v)
+        if k in seen:
+            flag = _ALIASES.get(name, ("--" + name.replace("_", "-"),))[0]
+            raise ValueError(f"{flag} lists {v!r} more than once; give each value once (a repeated seed would be "
+                             "counted twice in the mean)")
+        seen.add(k)
+    return values
 
 
 def configs_from_args(args: argparse.Namespace) -> list[RunConfig]:
     """The validated grid a ``run``/``sweep`` command line describes (seeds vary fastest)."""
     from fedtrain.sweep import expand_grid
 
-    try:
-        base: dict[str, Any] = paper_defaults(args.dataset)
-    except ValueError:
-        base = {}
-    base.update(dataset=args.dataset, dataset_options=dict(args.dataset_option), accountant=args.accountant,
-                device=args.device)
-    for name in ("delta", "rounds", "batch_size", "clip", "local_epochs", "prox_mode", "aggregation",
-                 "finetune_frac", "num_clusters", "select_frac", "eval_every"):
-        value = getattr(args, name)
-        if value is not None:
-            base[name] = value
+    if getattr(args, "method", None) is None:
+        raise ValueError("--method is required (one of " + ", ".join(METHOD_REGISTRY) + ")")
     as_list = lambda v: v if isinstance(v, list) else [v]  # noqa: E731
+    methods = _distinct("method", as_list(args.method))
+    given: dict[str, list] = {}
+    for name in list(params_of(RunConfig)) + list(option_params()):
+        if name in _DATA_FIELDS or name == "method":
+            continue
+        value = getattr(args, name, None)
+        if value is not None:
+            given[name] = _distinct(name, as_list(value))
+    options = option_params()
+    for name in given:
+        if name in options and not set(options[name][2]) & set(methods):
+            raise ValueError(f"--{name.replace('_', '-')} is an option of {', '.join(options[name][2])}, "
+                             f"not of the method(s) given ({', '.join(methods)})")
     configs: list[RunConfig] = []
-    for method in as_list(args.method):
-        # lambda only matters for the methods that have one; the others run once (lam = 0)
-        lams = as_list(args.lam) if method in LAMBDA_METHODS else [0.0]
-        configs += expand_grid({**base, "method": method}, eps=as_list(args.eps), lam=lams, lr=as_list(args.lr),
-                               seed=args.seeds)
+    for method in methods:
+        try:
+            base: dict[str, Any] = paper_defaults(args.dataset, method)
+        except ValueError:
+            base = {}
+        mine = set(METHOD_REGISTRY[method].options.__dataclass_fields__)
+        base.update(dataset=args.dataset, dataset_options=dict(args.dataset_option), method=method)
+        axes = {n: v for n, v in given.items() if n not in options or n in mine}
+        if "lam" in axes and not METHOD_REGISTRY[method].uses_lambda:
+            axes["lam"] = [0.0]  # lambda only matters for the methods that have one; the others run once
+        seeds = axes.pop("seed", [0])
+        configs += expand_grid(base, **axes, seed=seeds)
     return configs
 
 
-def _summary(rows: list[dict], by=("method", "eps", "lam", "lr")) -> list[dict]:
+def _summary(rows: list, by: Sequence[str]) -> list[dict]:
     from fedtrain.sweep import summarize
 
     out = []
     for entry in summarize(rows, by=by):
-        group = [r for r in rows if all(r["config"].get(b) == entry[b] for b in by)]
-        res = group[0]["result"]
+        group = [r for r in rows if all(repr(getattr(r.config, b)) == repr(entry[b]) for b in by)]
+        res = group[0]
         out.append({
             **{b: entry[b] for b in by},
-            "dataset": group[0]["config"]["dataset"],
-            "real_data": group[0]["dataset"].get("real"),
+            "dataset": res.config.dataset,
+            "real_data": res.data.get("real"),
+            "data_file": res.data.get("file"),
+            "data_sha256": res.data.get("sha256"),
             "metric": entry["metric"],
             "mean": entry["mean"],
             "std": entry["std"],
             "seeds": entry["seeds"],
-            "per_seed": [r["result"]["test_metric"] for r in group],
-            "accountant": res.get("accountant"),
+            "diverged": entry["diverged"],
+            "per_seed": [r.test_metric for r in group],
+            "accountant": res.accountant,
             "adjacency": ADJACENCY,
-            "delta": res.get("delta"),
-            "noise_multipliers": res.get("noise_multipliers"),
-            "eps_spent": res.get("eps_spent"),
+            "delta": res.delta,
+            "noise_multipliers": res.noise_multipliers,
+            "eps_spent": res.eps_spent,
             "eps_spent_max": entry["eps_spent_max"],
         })
     return out
@@ -185,11 +199,13 @@ def _summary(rows: list[dict], by=("method", "eps", "lam", "lr")) -> list[dict]:
 def _fmt(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"
+    if isinstance(v, list) and not v:
+        return "-"
     return str(v)
 
 
-def _print_table(summary: list[dict], out) -> None:
-    cols = ["method", "eps", "lam", "lr", "metric", "mean", "std", "seeds", "eps_spent_max"]
+def _print_table(summary: list[dict], by: Sequence[str], out) -> None:
+    cols = [*by, "metric", "mean", "std", "seeds", "diverged", "eps_spent_max"]
     rows = [[_fmt(s.get(c)) for c in cols] for s in summary]
     widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
     print("  ".join(c.ljust(w) for c, w in zip(cols, widths)), file=out)
@@ -197,14 +213,36 @@ def _print_table(summary: list[dict], out) -> None:
         print("  ".join(v.ljust(w) for v, w in zip(r, widths)), file=out)
     if summary:
         s = summary[0]
-        print(f"data: {s['dataset']} ({'real' if s['real_data'] else 'synthetic stand-in'}); accountant: "
-              f"{s['accountant']}; adjacency: {ADJACENCY}", file=out)
+        src = f"real, {s['data_file']}, sha256 {s['data_sha256'][:12]}…" if s["real_data"] else "synthetic stand-in"
+        print(f"data: {s['dataset']} ({src}); accountant: {s['accountant']}; adjacency: {ADJACENCY}", file=out)
+    div = sum(len(s["diverged"]) for s in summary)
+    if div:
+        print(f"warning: {div} run(s) diverged (non-finite metric); they are listed under 'diverged' and left out "
+              "of mean and std", file=out)
+
+
+_NUMBERISH = re.compile(r"^-(\d|\.\d|inf|infinity|nan)[^=]*$", re.IGNORECASE)
+
+
+def _join_negative_values(argv: list[str]) -> list[str]:
+    """``--eps -inf`` → ``--eps=-inf`` (argparse would read ``-inf`` as an option), for every flag with a value."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a.startswith("--") and "=" not in a and i + 1 < len(argv) and _NUMBERISH.match(argv[i + 1]):
+            out.append(f"{a}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fedtrain`` console script; returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_join_negative_values(list(sys.argv[1:] if argv is None else argv)))
     out = sys.stdout
     if args.command == "datasets":
         from fedtrain.data.registry import DATASETS, REAL_DATASETS
@@ -212,9 +250,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in DATASETS:
             print(f"{name}\t{'real (needs the .mat file)' if name in REAL_DATASETS else 'synthetic'}", file=out)
         return 0
+    if args.command in _COMMANDS:
+        return int(_COMMANDS[args.command][2](args))
     from fedtrain.data.files import DatasetCorruptError, DatasetNotFoundError
     from fedtrain.sweep import run_sweep
 
+    store = None
+    configs: list[RunConfig] = []
     try:
         configs = configs_from_args(args)
         if args.command == "sweep" and args.dry_run:
@@ -225,11 +267,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                          chunk_size=getattr(args, "chunk_size", 32))
     except (ValueError, DatasetNotFoundError, DatasetCorruptError) as exc:
         parser.exit(2, f"fedtrain: error: {exc}\n")
-    summary = _summary(rows)
+    except KeyboardInterrupt:
+        if store is not None:
+            done = sum(store.has(c) for c in {c.key(): c for c in configs}.values())
+            msg = (f"fedtrain: interrupted; {done} of {len({c.key() for c in configs})} runs are saved in "
+                   f"{store.root}; run the same command again to resume")
+        else:
+            msg = "fedtrain: interrupted; nothing was saved (pass --results DIR to keep finished runs and resume)"
+        print(msg, file=sys.stderr)
+        return 130
+    by = ["method", "eps", "lam", "lr"]
+    by += [n for n in list(params_of(RunConfig)) + list(option_params())
+           if n not in by and n not in ("seed", *_DATA_FIELDS)
+           and len({repr(getattr(c, n)) for c in configs}) > 1]
+    summary = _summary(rows, by)
     if args.json:
         payload: Any = summary[0] if args.command == "run" else {"runs": len(rows), "results": str(args.results),
                                                                  "summary": summary}
-        print(json.dumps(jsonable(payload), allow_nan=False), file=out)
+        print(json.dumps(encode(payload), allow_nan=False), file=out)
     else:
-        _print_table(summary, out)
+        _print_table(summary, by, out)
     return 0

@@ -2,12 +2,30 @@
 
 A :class:`RunConfig` names everything a run of :func:`fedtrain.engine.run` needs besides the data:
 the dataset (name and loader options, so that the results store can key on them), the method, the
-per-silo privacy budget, the optimization hyper-parameters and the method-specific options.  All
-fields are validated in ``__post_init__``, before anything runs; errors are ``ValueError`` naming the
-field and its valid range.
+per-silo privacy budget, the optimization hyper-parameters and the method's own options.
 
-Paper defaults (MR-MTL paper, Appendix C.4, see ``notes/mrmtl-paper.md`` §4.2) live in
-:data:`PAPER_DEFAULTS`; :meth:`RunConfig.paper` builds a config from them.
+Constraints are data.  Every field is declared with a :class:`fedtrain.params.Param` (kind, range,
+choices, help); the validation, its ``ValueError`` messages (``lr must be a finite number > 0 (got
+inf)``), the ``fedtrain`` command-line flags and their ``--help`` text are all generated from it
+(:func:`fedtrain.params.describe_fields` lists them).
+
+Method options.  Options that only one method (or a few) has live in that method's options
+dataclass (:mod:`fedtrain.methods.options`, listed in :mod:`fedtrain.methods.registry`), held in
+``config.options``.  For simple user code they are also accepted as keywords and read as
+attributes::
+
+    c = RunConfig(dataset="school", method="ifca", num_clusters=2, eps=6.0)
+    c.options            # IFCAOptions(num_clusters=2, select_frac=0.1, ...)
+    c.num_clusters       # 2
+
+The option keywords of *other* methods are validated and then ignored (they are not stored and do
+not change the key: ``RunConfig(method="fedavg", num_clusters=2)`` equals ``RunConfig(method="fedavg")``),
+so that one set of keywords can build configs of several methods; an unknown keyword raises
+``ValueError`` listing the valid ones.  Reading an option the method does not have gives that
+option's default (it has no effect on the method).
+
+Paper defaults (App. C.4) and the book's grids live in :mod:`fedtrain.presets`;
+:meth:`RunConfig.paper` builds a config from them.
 
 Privacy notion: *silo-specific sample-level DP* (paper Sec. 3 / Def. 2.1).  Silo ``k`` guarantees
 ``(eps_k, delta_k)``-DP for its own records with respect to everything it releases; the
@@ -20,16 +38,15 @@ import dataclasses
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping
 
-from fedtheory._validation import (
-    check_choice,
-    check_integer_at_least,
-    check_nonnegative,
-    check_open_interval,
-    check_positive,
-)
+from fedtheory.validation import check_integer_at_least
+from fedtrain.encoding import encode
+from fedtrain.methods.options import PROX_MODES, MethodOptions
+from fedtrain.methods.registry import METHODS, method_spec, option_params
+from fedtrain.params import params_of, param, validate_fields
+from fedtrain.presets import paper_defaults
 
 __all__ = [
     "METHODS",
@@ -37,55 +54,23 @@ __all__ = [
     "PROX_MODES",
     "AGGREGATIONS",
     "MODELS",
-    "LAMBDA_GRID",
-    "LR_GRID",
-    "PAPER_DEFAULTS",
+    "DEVICES",
     "ENGINE_VERSION",
     "RunConfig",
     "paper_defaults",
     "default_delta",
 ]
 
-#: Bumped whenever a change of the engine changes the numbers a config produces (part of ``key()``).
-ENGINE_VERSION = 2
+#: Bumped whenever a change of the engine changes the numbers a config produces or its key (part of
+#: ``key()``).  2: method options nested under ``options``; rows record the data file and checksum.
+#: 3: clip-together clipping takes the norm of the summed vector, computed stably (issue 14 item 1).
+ENGINE_VERSION = 3
 
-METHODS = ("local", "fedavg", "finetune", "mrmtl", "ditto", "mocha", "ifca", "ifca-mrmtl")
 ACCOUNTANTS = ("rdp", "pld", "prv")
-#: ``clip-together``: the MR-MTL proximal gradient λ(w_k − w̄) is added to every example's gradient
-#: before per-example clipping (the paper's released code).  ``post-noise``: it is added after
-#: clipping and noising (Sec. 5's written update; free post-processing).
-PROX_MODES = ("clip-together", "post-noise")
 #: Server aggregation: weights n_k / Σn (the released code) or 1/K.
 AGGREGATIONS = ("weighted", "uniform")
 MODELS = ("linear", "mlp")
-#: λ grid of the paper (App. C.4) for MR-MTL, Ditto and Mocha.
-LAMBDA_GRID = (1e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
-#: Client learning-rate grid (App. C.4; one copy of the appendix prints the last entry as 0.03, the
-#: other as 0.3, which is the one used here, see notes §7 item 14).
-LR_GRID = (1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3)
-
-#: Per-dataset settings of App. C.4 (1 local epoch per round for every method; Ditto adds its own
-#: personalization epoch).  ``num_clusters`` is the released code's IFCA default.
-PAPER_DEFAULTS: dict[str, dict[str, Any]] = {
-    "school": dict(rounds=200, batch_size=32, clip=1.0, delta=1e-3, local_epochs=1, num_clusters=3),
-    "vehicle": dict(rounds=400, batch_size=64, clip=6.0, delta=1e-7, local_epochs=1, num_clusters=4),
-    "gleam": dict(rounds=200, batch_size=64, clip=6.0, delta=1e-4, local_epochs=1, num_clusters=3),
-}
-
-
-def paper_defaults(dataset: str) -> dict[str, Any]:
-    """The App. C.4 settings for ``dataset``.
-
-    An exact name is looked up first, then the part before the first ``-`` or ``_`` (so that a
-    synthetic stand-in named e.g. ``"vehicle-synthetic"`` gets Vehicle's settings).
-    """
-    name = dataset.lower()
-    if name not in PAPER_DEFAULTS:
-        name = name.replace("_", "-").split("-")[0]
-    if name not in PAPER_DEFAULTS:
-        raise ValueError(f"dataset must be one of {', '.join(map(repr, PAPER_DEFAULTS))} "
-                         f"(or start with one of them) to use paper defaults (got {dataset!r})")
-    return dict(PAPER_DEFAULTS[name])
+DEVICES = ("cpu", "cuda")
 
 
 def default_delta(n: int) -> float:
@@ -99,140 +84,122 @@ def default_delta(n: int) -> float:
     return min(delta, 0.1)
 
 
-def _as_budget(name: str, value: Any, *, allow_none: bool, inf_ok: bool) -> Any:
-    """Normalize a scalar or per-silo budget to ``float`` or ``tuple[float, ...]``."""
-    if value is None:
-        if allow_none:
-            return None
-        raise ValueError(f"{name} must be a number or a per-silo sequence of numbers (got None)")
-    if isinstance(value, str):
-        if value.strip().lower() in ("inf", "infinity") and inf_ok:
-            return math.inf
-        raise ValueError(f"{name} must be a number or a per-silo sequence of numbers (got {value!r})")
-    if hasattr(value, "__len__"):
-        items = tuple(_as_budget(name, v, allow_none=False, inf_ok=inf_ok) for v in list(value))
-        if len(items) == 0:
-            raise ValueError(f"{name} must not be an empty sequence")
-        return items
-    try:
-        return float(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a number or a per-silo sequence of numbers (got {value!r})") from exc
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, float) and math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    if isinstance(value, tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    return value
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class RunConfig:
     """Everything one training run needs besides the data (validated on construction).
 
+    Build it with keywords: ``RunConfig(dataset=..., method=..., eps=..., lam=..., <method options>)``
+    (``dataset`` and ``method`` may also be given positionally).  Fields, valid ranges and defaults:
+    ``fedtrain run --help`` or :func:`fedtrain.params.describe_fields(RunConfig) <fedtrain.params.describe_fields>`.
+
     Privacy
-        eps: per-silo target ε (one float for all silos or one per silo); ``math.inf`` trains
-            without clipping or noise (non-private baseline).
-        delta: per-silo δ (float or one per silo); ``None`` uses the paper's δ of the dataset
-            (:data:`PAPER_DEFAULTS`) when known, else :func:`default_delta` of each silo's n_k.  Every
-            δ_k must satisfy the paper's rule δ_k < n_k^{-1.1} (checked when the data are known).
+        eps: per-silo target ε (one float for all silos or one per silo); ``inf`` trains without
+            clipping or noise (non-private baseline).
+        delta: per-silo δ; ``None`` uses the paper's δ of the dataset (:data:`fedtrain.presets.PAPER_DEFAULTS`)
+            when known, else :func:`default_delta` of each silo's n_k.  Every δ_k must satisfy the
+            paper's rule δ_k < n_k^{-1.1} (checked when the data are known).
         accountant: ``rdp`` (Opacus RDP, the paper's), ``pld`` (dp_accounting PLD), ``prv`` (Opacus PRV).
         clip: per-example L2 clipping norm c.
     Optimization
         lr: client learning rate η; rounds: communication rounds T; local_epochs: DP-SGD epochs per
         round (Poisson-sampled batches at rate q_k = min(B, n_k)/n_k); batch_size: expected batch B.
     Method
-        method: one of :data:`METHODS`; lam: λ of MR-MTL / Ditto / Mocha / IFCA-MR-MTL (stage 2).
-        prox_mode: :data:`PROX_MODES`; aggregation: :data:`AGGREGATIONS`.
-        finetune_frac: fraction of rounds run as FedAvg before local finetuning (paper: 0.5).
-        num_clusters, select_frac (fraction of rounds with private cluster selection, paper 0.1),
-        select_eps_frac (per-round selection ε as a fraction of the silo's total ε, paper 0.03),
-        ifca_loss_clip (regression IFCA: per-example loss clipped to [0, L] before scoring).
-        ditto_personal_epochs: epochs of Ditto's personal-model pass per round (paper: 1).
+        method: a name of :data:`fedtrain.methods.registry.METHODS`; lam: λ of the methods that have one
+        (:data:`~fedtrain.methods.registry.LAMBDA_METHODS`; the others ignore it); aggregation;
+        options: the method's options dataclass (see the module docstring).
     Reproducibility and reporting
-        seed (all sampling, noise and initialization), device (``cpu`` | ``cuda``), eval_every
-        (record the test metric every that many rounds; 0 = final round only), model (``linear``).
+        seed (all sampling, noise and initialization; an integer in [0, 2^53)), device, eval_every
+        (record the test metric every that many rounds; 0 = final round only), model.
     Data
-        dataset: the dataset's name (for the results store; the data object itself is passed to
-        :func:`fedtrain.engine.run`); dataset_options: the loader's options (JSON values).
+        dataset: the dataset's name; dataset_options: the loader's options (JSON values).
     """
 
-    dataset: str
-    method: str
-    eps: float | tuple[float, ...] = math.inf
-    delta: float | tuple[float, ...] | None = None
-    lam: float = 0.0
-    lr: float = 0.01
-    rounds: int = 200
-    local_epochs: int = 1
-    batch_size: int = 32
-    clip: float = 1.0
-    seed: int = 0
-    device: str = "cpu"
-    accountant: str = "rdp"
-    prox_mode: str = "clip-together"
-    aggregation: str = "weighted"
-    model: str = "linear"
-    eval_every: int = 0
-    finetune_frac: float = 0.5
-    num_clusters: int = 3
-    select_frac: float = 0.1
-    select_eps_frac: float = 0.03
-    ifca_loss_clip: float = 1.0
-    ditto_personal_epochs: int = 1
-    dataset_options: Mapping[str, Any] = field(default_factory=dict)
+    dataset: str = param(kind="str", help="dataset name (real or stand-in; see `fedtrain datasets`)")
+    method: str = param(kind="choice", choices=METHODS, help="federated method")
+    eps: float | tuple[float, ...] = param(math.inf, kind="budget", low=0.0, low_open=True, allow_inf=True,
+                                           per_silo=True, help="per-silo target epsilon; inf = non-private")
+    delta: float | tuple[float, ...] | None = param(
+        None, kind="budget", low=0.0, high=1.0, low_open=True, high_open=True, allow_none=True, per_silo=True,
+        default_note="the paper's for the dataset, else the largest power of 10 below n_k^-1.1",
+        help="per-silo delta (must be < n_k^-1.1)")
+    lam: float = param(0.0, kind="float", low=0.0,
+                       help="regularization strength lambda of MR-MTL / Ditto / Mocha / IFCA-MR-MTL")
+    lr: float = param(0.01, kind="float", low=0.0, low_open=True, help="client learning rate")
+    rounds: int = param(200, kind="int", low=1, default_note="the paper's for the dataset, else 200",
+                        help="communication rounds T")
+    local_epochs: int = param(1, kind="int", low=1, default_note="the paper's for the dataset, else 1",
+                              help="DP-SGD epochs per round")
+    batch_size: int = param(32, kind="int", low=1, default_note="the paper's for the dataset, else 32",
+                            help="expected Poisson batch size B")
+    clip: float = param(1.0, kind="float", low=0.0, low_open=True,
+                        default_note="the paper's for the dataset, else 1.0", help="per-example clipping norm c")
+    seed: int = param(0, kind="int", low=0, high=2**53, high_open=True, flags=("--seeds", "--seed"),
+                      help="training seed (sampling, noise, initialization)")
+    device: str = param("cpu", kind="choice", choices=DEVICES, help="torch device")
+    accountant: str = param("rdp", kind="choice", choices=ACCOUNTANTS, help="privacy accountant")
+    aggregation: str = param("weighted", kind="choice", choices=AGGREGATIONS,
+                             help="server aggregation weights: n_k/sum(n) or 1/K")
+    model: str = param("linear", kind="choice", choices=MODELS, help="model")
+    eval_every: int = param(0, kind="int", low=0, help="record the test metric every that many rounds (0 = final only)")
+    dataset_options: Mapping[str, Any] = param(default_factory=dict, kind="mapping",
+                                               help="the dataset loader's options")
+    options: MethodOptions = dataclasses.field(default=None)  # type: ignore[assignment]
 
-    # ------------------------------------------------------------------ validation
-    def __post_init__(self) -> None:
-        s = object.__setattr__
-        if not isinstance(self.dataset, str) or not self.dataset:
-            raise ValueError(f"dataset must be a non-empty string (got {self.dataset!r})")
-        check_choice("method", self.method, METHODS)
-        eps = _as_budget("eps", self.eps, allow_none=False, inf_ok=True)
-        for e in (eps if isinstance(eps, tuple) else (eps,)):
-            check_positive("eps", e)
-        s(self, "eps", eps)
-        delta = _as_budget("delta", self.delta, allow_none=True, inf_ok=False)
-        if delta is not None:
-            for d in (delta if isinstance(delta, tuple) else (delta,)):
-                check_open_interval("delta", d, 0.0, 1.0)
-        s(self, "delta", delta)
-        s(self, "lam", float(check_nonnegative("lam", self.lam)))
-        if math.isinf(self.lam):
-            raise ValueError("lam must be finite (got inf)")
-        s(self, "lr", float(check_positive("lr", self.lr)))
-        s(self, "rounds", int(check_integer_at_least("rounds", self.rounds, 1)))
-        s(self, "local_epochs", int(check_integer_at_least("local_epochs", self.local_epochs, 1)))
-        s(self, "batch_size", int(check_integer_at_least("batch_size", self.batch_size, 1)))
-        s(self, "clip", float(check_positive("clip", self.clip)))
-        if math.isinf(self.clip):
-            raise ValueError("clip must be finite (got inf)")
-        s(self, "seed", int(check_integer_at_least("seed", self.seed, 0)))
-        check_choice("device", self.device, ("cpu", "cuda"))
-        check_choice("accountant", self.accountant, ACCOUNTANTS)
-        check_choice("prox_mode", self.prox_mode, PROX_MODES)
-        check_choice("aggregation", self.aggregation, AGGREGATIONS)
-        check_choice("model", self.model, MODELS)
-        s(self, "eval_every", int(check_integer_at_least("eval_every", self.eval_every, 0)))
-        s(self, "finetune_frac", float(check_open_interval("finetune_frac", self.finetune_frac, 0.0, 1.0)))
-        s(self, "num_clusters", int(check_integer_at_least("num_clusters", self.num_clusters, 1)))
-        s(self, "select_frac", float(check_open_interval("select_frac", self.select_frac, 0.0, 1.0 + 1e-12)))
-        s(self, "select_eps_frac", float(check_open_interval("select_eps_frac", self.select_eps_frac, 0.0, 1.0)))
-        s(self, "ifca_loss_clip", float(check_positive("ifca_loss_clip", self.ifca_loss_clip)))
-        s(self, "ditto_personal_epochs",
-          int(check_integer_at_least("ditto_personal_epochs", self.ditto_personal_epochs, 1)))
-        if not isinstance(self.dataset_options, Mapping):
-            raise ValueError(f"dataset_options must be a mapping of JSON values (got {type(self.dataset_options).__name__})")
-        opts = dict(self.dataset_options)
+    # ------------------------------------------------------------------ construction and validation
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        common = params_of(RunConfig)
+        names = list(common)
+        if len(args) > len(names):
+            raise TypeError(f"RunConfig takes at most {len(names)} positional arguments")
+        for name, value in zip(names, args):
+            if name in kwargs:
+                raise TypeError(f"RunConfig got multiple values for {name!r}")
+            kwargs[name] = value
+        for name in ("dataset", "method"):
+            if name not in kwargs:
+                raise ValueError(f"RunConfig needs {name!r}")
+        options = kwargs.pop("options", None)
+        for name, (_, default) in common.items():
+            value = kwargs.pop(name, default)
+            object.__setattr__(self, name, {} if value is None and name == "dataset_options" else value)
+        validate_fields(self)
+        spec = method_spec(self.method)
+        opts: dict[str, Any] = {}
+        if isinstance(options, MethodOptions):
+            if not isinstance(options, spec.options):
+                raise ValueError(f"options must be {spec.options.__name__} for method {self.method!r} "
+                                 f"(got {type(options).__name__})")
+            opts = options.to_dict()
+        elif isinstance(options, Mapping):
+            opts = dict(options)
+        elif options is not None:
+            raise ValueError(f"options must be a {spec.options.__name__} or a mapping (got {options!r})")
+        opts.update(kwargs)
+        valid = set(params_of(spec.options))
+        known = option_params()
+        unknown = sorted(set(opts) - valid - set(known))
+        if unknown:
+            raise ValueError(f"unknown RunConfig field(s) {unknown}; valid fields: {sorted(common)} and the method "
+                             f"options {sorted(known)} (those of {self.method!r}: {sorted(valid) or 'none'})")
+        for name in sorted(set(opts) - valid):  # another method's option: checked, then ignored
+            known[name][0].check(name, opts.pop(name))
+        object.__setattr__(self, "options", spec.options(**opts))
         try:
-            json.dumps(_jsonable(opts), sort_keys=True, allow_nan=False)
+            json.dumps(encode(self.dataset_options), sort_keys=True, allow_nan=False)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"dataset_options must hold only JSON values (got {opts!r})") from exc
-        s(self, "dataset_options", opts)
+            raise ValueError(f"dataset_options must hold only JSON values (got {self.dataset_options!r})") from exc
+
+    def __getattr__(self, name: str) -> Any:
+        # method options read as attributes (only called when normal lookup fails)
+        if name.startswith("__") or name == "options":
+            raise AttributeError(name)
+        opts = self.__dict__.get("options")
+        if opts is not None and name in opts.__dataclass_fields__:
+            return getattr(opts, name)
+        known = option_params()
+        if name in known:
+            return known[name][1]  # an option of another method: its default (no effect here)
+        raise AttributeError(f"RunConfig has no field or method option {name!r}")
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -241,28 +208,46 @@ class RunConfig:
         eps = self.eps if isinstance(self.eps, tuple) else (self.eps,)
         return any(math.isfinite(e) for e in eps)
 
+    @property
+    def spec(self):
+        """The method's registry entry (:class:`fedtrain.methods.registry.MethodSpec`)."""
+        return method_spec(self.method)
+
     @classmethod
     def paper(cls, dataset: str, method: str, **overrides: Any) -> "RunConfig":
-        """A config with the App. C.4 settings of ``dataset`` (:func:`paper_defaults`), then ``overrides``."""
-        kw = paper_defaults(dataset)
+        """A config with the App. C.4 settings of ``dataset`` (:func:`fedtrain.presets.paper_defaults`), then ``overrides``."""
+        kw = paper_defaults(dataset, method)
         kw.update(overrides)
         return cls(dataset=dataset, method=method, **kw)
 
+    def to_flat(self) -> dict[str, Any]:
+        """The common fields and the method's options in one flat dict of Python values."""
+        out = {name: getattr(self, name) for name in params_of(RunConfig)}
+        out.update({name: getattr(self.options, name) for name in self.options.__dataclass_fields__})
+        return out
+
     def replace(self, **changes: Any) -> "RunConfig":
-        """A copy with some fields changed (validated again)."""
-        return dataclasses.replace(self, **changes)
+        """A copy with some fields or options changed (validated again).  When the method changes, the
+        old method's options that the new one does not have are dropped."""
+        flat = self.to_flat()
+        if "method" in changes and changes["method"] != self.method:
+            valid = set(params_of(method_spec(changes["method"]).options))
+            flat = {k: v for k, v in flat.items() if k in params_of(RunConfig) or k in valid}
+        if "options" in changes:
+            for name in self.options.__dataclass_fields__:
+                flat.pop(name, None)
+        flat.update(changes)
+        return RunConfig(**flat)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-safe dict (``inf`` written as the string ``"inf"``, tuples as lists)."""
-        return {f.name: _jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        """The JSON-safe encoding (:func:`fedtrain.encoding.encode`): common fields, then ``options``."""
+        out = {name: encode(getattr(self, name)) for name in params_of(RunConfig)}
+        out["options"] = self.options.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "RunConfig":
-        """Inverse of :meth:`to_dict` (unknown keys raise ``ValueError``)."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise ValueError(f"unknown RunConfig field(s) {unknown}; valid fields: {sorted(names)}")
+        """Inverse of :meth:`to_dict` (also accepts options as flat keys; unknown keys raise ``ValueError``)."""
         return cls(**dict(d))
 
     def key(self) -> str:

@@ -8,8 +8,8 @@ multiplier calibrated for its own (ε_k, δ_k), number of steps and Poisson samp
 Vectorization: the parameters of all K silos — and of S configurations of a sweep (e.g. every
 λ × learning rate of one method) — are one tensor ``(S, K, D)`` (``D`` = the model's flat parameter
 count, :mod:`fedtrain.models`); one DP-SGD step updates all of them at once (:mod:`fedtrain.dpsgd`),
-with per-example gradients from the model's closed form (linear) or ``torch.func`` (any model).  Each configuration has its own random stream (seeded by its
-``seed``), so ``run_many`` returns what ``run`` returns for each configuration (up to float32
+with per-example gradients from the model's closed form (linear) or ``torch.func`` (any model).
+Each configuration has its own random stream (seeded by its ``seed``), so ``run_many`` returns what ``run`` returns for each configuration (up to float32
 summation order).  The Opacus-per-silo path in :mod:`fedtrain.reference` checks the engine.
 """
 from __future__ import annotations
@@ -37,10 +37,12 @@ _BATCHABLE = ("eps", "delta", "lam", "lr", "clip", "seed", "accountant")
 
 @dataclass
 class RunResult:
-    """The outcome of one run.
+    """The outcome of one run (what the results store holds, one JSON file per run).
 
     ``test_metric`` is the paper's metric (MSE for regression, accuracy otherwise) averaged over
-    silos weighted by their test counts (App. C.4); ``silo_metrics[k]`` is silo k's own.  Privacy:
+    silos weighted by their test counts (App. C.4); ``silo_metrics[k]`` is silo k's own.  A run whose
+    metric is not finite (NaN or inf: training diverged) has :attr:`diverged` set; summaries report it
+    and leave it out of means.  Privacy:
     ``noise_multipliers[k]`` (z_k; 0 for a non-private silo), ``eps_spent[k]`` (ε certified by
     ``accountant`` for the steps actually taken, ≤ the target), ``delta[k]``, ``steps[k]`` (DP-SGD
     steps run by silo k, all passes included).  ``curve`` holds the test metric after the rounds in
@@ -49,6 +51,8 @@ class RunResult:
     (IFCA: ``clusters``, ``selections``, ``select_eps``).  ``models``: the final
     weights each silo is evaluated with, only with ``keep_models=True``: ``(K, d+1, o)`` for the
     linear model (bias last), the flat ``(K, D)`` parameters otherwise (:meth:`~fedtrain.models.FunctionalModel.unflatten`).
+    ``data``: what the data were (:meth:`fedtrain.data.base.FederatedData.summary`: name, real or
+    stand-in, sizes, and for real data the file read and its SHA-256).
     """
 
     config: RunConfig
@@ -66,43 +70,44 @@ class RunResult:
     curve: np.ndarray | None = None
     extras: dict = field(default_factory=dict)
     models: np.ndarray | None = None
+    data: dict = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """The config's key (:meth:`RunConfig.key`), the results store's file name."""
+        return self.config.key()
+
+    @property
+    def diverged(self) -> bool:
+        """Whether training diverged (the test metric is NaN or infinite)."""
+        return not math.isfinite(self.test_metric)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict (arrays as lists, ``inf`` as ``"inf"``)."""
-        def conv(v):
-            if isinstance(v, np.ndarray):
-                return [conv(x) for x in v.tolist()]
-            if isinstance(v, (list, tuple)):
-                return [conv(x) for x in v]
-            if isinstance(v, dict):
-                return {k: conv(x) for k, x in v.items()}
-            if isinstance(v, float) and math.isinf(v):
-                return "inf" if v > 0 else "-inf"
-            if isinstance(v, (np.floating, np.integer)):
-                return conv(v.item())
-            return v
+        """The JSON-safe encoding (:func:`fedtrain.encoding.encode`: arrays as lists, ``inf``/``nan`` as strings)."""
+        from fedtrain.encoding import encode
 
-        out = {f.name: conv(getattr(self, f.name)) for f in dataclasses.fields(self)
-               if f.name not in ("config", "models")}
-        out["models"] = None if self.models is None else self.models.tolist()
-        out["config"] = self.config.to_dict()
+        out = {f.name: encode(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        out["key"] = self.key
         return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunResult":
-        def arr(v, dtype=float):
-            if v is None:
-                return None
-            return np.array([math.inf if x == "inf" else x for x in v], dtype=dtype)
+        """Inverse of :meth:`to_dict` (array fields back to numpy arrays; unknown keys are ignored)."""
+        from fedtrain.encoding import decode_float, decode_floats
 
-        return cls(config=RunConfig.from_dict(d["config"]), metric=d["metric"],
-                   test_metric=float(d["test_metric"]), silo_metrics=arr(d["silo_metrics"]),
-                   test_sizes=arr(d["test_sizes"], np.int64), noise_multipliers=arr(d["noise_multipliers"]),
-                   eps_spent=arr(d["eps_spent"]), delta=arr(d["delta"]), accountant=d["accountant"],
-                   steps=arr(d["steps"], np.int64), wall_time=float(d["wall_time"]),
-                   curve_rounds=arr(d.get("curve_rounds"), np.int64), curve=arr(d.get("curve")),
-                   extras=dict(d.get("extras", {})),
-                   models=None if d.get("models") is None else np.asarray(d["models"], dtype=float))
+        kw: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            if f.name not in d:
+                continue
+            v = d[f.name]
+            if f.name == "config":
+                v = RunConfig.from_dict(v)
+            elif "ndarray" in str(f.type):
+                v = None if v is None else np.asarray(decode_floats(v))
+            elif str(f.type) == "float":
+                v = decode_float(v)
+            kw[f.name] = v
+        return cls(**kw)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -120,7 +125,7 @@ def _per_silo(name: str, value, k: int) -> np.ndarray:
 def resolve_budgets(config: RunConfig, data: FederatedData) -> tuple[np.ndarray, np.ndarray]:
     """Per-silo ``(eps, delta)`` of ``config`` on ``data``; checks the paper's rule δ_k < n_k^{-1.1}.
 
-    ``delta=None`` → the dataset's paper δ (:data:`fedtrain.config.PAPER_DEFAULTS`) if the dataset
+    ``delta=None`` → the dataset's paper δ (:data:`fedtrain.presets.PAPER_DEFAULTS`) if the dataset
     name is known, else :func:`fedtrain.config.default_delta` of each silo's training size.
     """
     k, n = data.num_silos, data.train_sizes
@@ -163,12 +168,9 @@ def _check_compatible(config: RunConfig, data: FederatedData) -> None:
         raise ValueError("multiclass data need num_classes")
     if (data.train_sizes < 2).any():
         raise ValueError(f"every silo needs at least 2 training records (got min {data.train_sizes.min()})")
-    if config.method in ("ifca", "ifca-mrmtl"):
-        if config.num_clusters > data.num_silos:
-            raise ValueError(f"num_clusters must be <= the number of silos {data.num_silos} (got {config.num_clusters})")
-        if config.private and config.accountant != "rdp":
-            raise ValueError("IFCA composes DP-SGD with exponential-mechanism selections in RDP: "
-                             f"accountant must be 'rdp' for private IFCA (got {config.accountant!r})")
+    check = getattr(config.spec.cls, "check_config", None)  # the method's own checks (registry)
+    if check is not None:
+        check(config, data)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -440,10 +442,12 @@ def run_many(configs: Sequence[RunConfig], data: FederatedData, *, progress: boo
     for i, c in enumerate(configs):
         groups.setdefault(_group_key(c), []).append(i)
     out: list[RunResult | None] = [None] * len(configs)
+    summary = data.summary()
     for idx in groups.values():
         for start in range(0, len(idx), max_batch):
             chunk = idx[start:start + max_batch]
             for i, r in zip(chunk, _run_group([configs[i] for i in chunk], data, progress, keep_models,
                                                  model_options)):
+                r.data = dict(summary)
                 out[i] = r
     return out  # type: ignore[return-value]

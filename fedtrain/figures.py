@@ -1,186 +1,85 @@
-"""Figures of the empirical chapters (MR-MTL paper, Figs. 2-5) and of theory meeting training.
+"""Plots of the empirical chapters (MR-MTL paper, Figs. 2-5) and of theory meeting training.
 
-Every plot function takes results-store rows (dicts with ``config`` and ``result``, as returned by
+Every plot function takes :class:`~fedtrain.engine.RunResult` objects (as returned by
 :func:`fedtrain.sweep.run_sweep`) or arrays, and returns a matplotlib :class:`~matplotlib.figure.Figure`.
-The helpers that pick what is plotted (:func:`method_label`, :func:`best_lambda_table`,
-:func:`lambda_curve`, :func:`curves_by_method`) are plain functions, tested directly.
+What is plotted is computed by :mod:`fedtrain.analysis` (best λ, curves, privacy tables, theory
+summaries); method labels and colours come from the method registry (:mod:`fedtrain.methods.registry`).
 Titles say which data (real or synthetic stand-in) and which settings a figure shows.
 """
 from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from fedtrain.analysis import (  # noqa: F401  (re-exported for older imports)
+    TheorySummary,
+    best_by_label,
+    best_lambda_by_eps,
+    best_lambda_table,
+    curves_by_method,
+    group_rows,
+    lambda_curve,
+    lower_is_better,
+    method_label,
+    paired_z,
+    privacy_table,
+    theory_summary,
+)
+from fedtrain.methods.registry import method_spec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fedtrain.engine import RunResult
+
 __all__ = [
-    "lower_is_better",
-    "method_label",
+    "method_color",
     "metric_label",
     "data_label",
-    "group_rows",
-    "best_lambda_table",
-    "lambda_curve",
-    "curves_by_method",
-    "privacy_table",
-    "plot_training_curves",
     "eps_positions",
+    "plot_training_curves",
     "plot_privacy_utility",
+    "plot_privacy_utility_panels",
     "plot_lambda_sweep",
     "plot_theory_vs_training",
-    "best_by_label",
-    "best_lambda_by_eps",
-    "plot_privacy_utility_panels",
-    "TheorySummary",
-    "theory_summary",
-    "paired_z",
     "plot_theory_meets_training",
 ]
 
-_COLORS = {"local": "tab:blue", "fedavg": "tab:orange", "finetune": "tab:purple", "mrmtl": "tab:red",
-           "ditto": "tab:green", "mocha": "tab:brown", "ifca": "tab:gray", "ifca-mrmtl": "tab:pink"}
-_NAMES = {"local": "Local", "fedavg": "FedAvg", "finetune": "Finetune", "mrmtl": "MR-MTL", "ditto": "Ditto",
-          "mocha": "Mocha", "ifca": "IFCA", "ifca-mrmtl": "IFCA-MR-MTL"}
-
-
-def _f(v: Any) -> float:
-    return float(v) if not isinstance(v, str) else float(v.replace("infinity", "inf"))
-
-
-def lower_is_better(metric: str) -> bool:
-    """MSE (School, regression) is better when lower; accuracy when higher."""
-    return metric == "mse"
+def method_color(method: str) -> str:
+    """The method's plot colour (from the registry)."""
+    return method_spec(method).color
 
 
 def metric_label(metric: str) -> str:
     return {"mse": "test MSE (lower is better)", "accuracy": "test accuracy (higher is better)"}.get(metric, metric)
 
 
-def method_label(config: Mapping[str, Any]) -> str:
-    """Legend name of a run's method, e.g. ``IFCA (10%)``, ``Finetune (50%)``."""
-    m = config["method"]
-    name = _NAMES.get(m, m)
-    if m in ("ifca", "ifca-mrmtl"):
-        frac = _f(config.get("select_frac", 0.1))
-        name += " (every round)" if frac >= 1 else f" ({100 * frac:g}% sel.)"
-    if m == "finetune":
-        name += f" ({100 * _f(config.get('finetune_frac', 0.5)):g}% FedAvg)"
-    return name
-
-
-def data_label(rows: Sequence[Mapping[str, Any]]) -> str:
-    """``'School (real data)'`` or ``'vehicle-standin (synthetic stand-in, tau=0.5)'``."""
-    ds = rows[0].get("dataset", {})
-    name = ds.get("name", rows[0]["config"]["dataset"])
+def data_label(rows: Sequence["RunResult"]) -> str:
+    """``'School (real data)'`` or ``'vehicle-standin (synthetic stand-in, τ=0.5)'``."""
+    ds = rows[0].data or {}
+    name = ds.get("name", rows[0].config.dataset)
     if ds.get("real"):
         return f"{name} (real data)"
-    tau = ds.get("info", {}).get("tau")
+    tau = (ds.get("info") or {}).get("tau")
     return f"{name} (synthetic stand-in{'' if tau is None else f', τ={tau:g}'})"
-
-
-def group_rows(rows: Iterable[Mapping[str, Any]], by: Sequence[str]) -> "OrderedDict[tuple, list]":
-    """Rows grouped by the values of config fields ``by`` (insertion order kept)."""
-    out: "OrderedDict[tuple, list]" = OrderedDict()
-    for r in rows:
-        out.setdefault(tuple(r["config"].get(b) for b in by), []).append(r)
-    return out
-
-
-def _stats(rs: Sequence[Mapping[str, Any]]) -> tuple[float, float, int]:
-    v = np.array([_f(r["result"]["test_metric"]) for r in rs])
-    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0, len(v)
-
-
-def best_lambda_table(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """For each (method label, ε): the (λ, η) with the best mean over seeds, its mean, std and n.
-
-    This is the paper's "method(λ*)" in Fig. 3: hyper-parameters are picked on the test metric and the
-    tuning is not charged to privacy (as in the paper's Figs. 2-6; see the private-tuning chapter).
-    """
-    rows = list(rows)
-    if not rows:
-        return []
-    lower = lower_is_better(rows[0]["result"]["metric"])
-    best: "OrderedDict[tuple, dict]" = OrderedDict()
-    by_label: "OrderedDict[tuple, list]" = OrderedDict()
-    for r in rows:
-        by_label.setdefault((method_label(r["config"]), _f(r["config"]["eps"])), []).append(r)
-    for (label, eps), rs in by_label.items():
-        for (lam, lr), grp in group_rows(rs, ("lam", "lr")).items():
-            mean, std, n = _stats(grp)
-            cur = best.get((label, eps))
-            if cur is None or (mean < cur["mean"] if lower else mean > cur["mean"]):
-                best[(label, eps)] = dict(label=label, method=grp[0]["config"]["method"], eps=eps, lam=_f(lam),
-                                          lr=_f(lr), mean=mean, std=std, n=n)
-    return list(best.values())
-
-
-def lambda_curve(rows: Iterable[Mapping[str, Any]], eps: float, method: str = "mrmtl",
-                 lr: float | None = None) -> dict[str, np.ndarray]:
-    """Mean/std over seeds of ``method`` against λ at privacy level ``eps`` (best η per λ if ``lr`` is None)."""
-    rs = [r for r in rows if r["config"]["method"] == method and _f(r["config"]["eps"]) == float(eps)
-          and (lr is None or _f(r["config"]["lr"]) == float(lr))]
-    if not rs:
-        raise ValueError(f"no rows for method={method!r}, eps={eps}" + ("" if lr is None else f", lr={lr}"))
-    lower = lower_is_better(rs[0]["result"]["metric"])
-    out = {}
-    for lam, grp in group_rows(rs, ("lam",)).items():
-        cands = [_stats(g) for g in group_rows(grp, ("lr",)).values()]
-        out[_f(lam[0])] = min(cands, key=lambda s: s[0] if lower else -s[0])
-    lams = np.array(sorted(out))
-    return {"lam": lams, "mean": np.array([out[l][0] for l in lams]), "std": np.array([out[l][1] for l in lams]),
-            "n": np.array([out[l][2] for l in lams])}
-
-
-def curves_by_method(rows: Iterable[Mapping[str, Any]]) -> "OrderedDict[tuple, dict]":
-    """Per (method label, ε): rounds and mean/std over seeds of the recorded test-metric curve."""
-    out: "OrderedDict[tuple, dict]" = OrderedDict()
-    groups: "OrderedDict[tuple, list]" = OrderedDict()
-    for r in rows:
-        if r["result"].get("curve") is None:
-            raise ValueError("rows have no learning curve: run them with eval_every > 0")
-        groups.setdefault((method_label(r["config"]), _f(r["config"]["eps"])), []).append(r)
-    for key, rs in groups.items():
-        curves = np.array([[_f(v) for v in r["result"]["curve"]] for r in rs])
-        out[key] = {"rounds": np.array(rs[0]["result"]["curve_rounds"]), "mean": curves.mean(0),
-                    "std": curves.std(0, ddof=1) if len(rs) > 1 else np.zeros(curves.shape[1]),
-                    "method": rs[0]["config"]["method"], "n": len(rs)}
-    return out
-
-
-def privacy_table(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per (method label, ε): the median over silos of the DP-SGD noise multiplier z_k, the number of DP-SGD
-    steps of the median silo, and the largest ε_k certified by the accountant (the privacy overhead of a
-    method shows as a larger z at the same ε: Ditto's second pass, IFCA's private selections)."""
-    out: "OrderedDict[tuple, dict]" = OrderedDict()
-    for r in rows:
-        key = (method_label(r["config"]), _f(r["config"]["eps"]))
-        if key in out:
-            continue
-        res = r["result"]
-        z = np.array([_f(v) for v in res["noise_multipliers"]])
-        spent = np.array([_f(v) for v in res["eps_spent"]])
-        out[key] = {"label": key[0], "method": r["config"]["method"], "eps": key[1], "z_median": float(np.median(z)),
-                    "steps_median": float(np.median(res["steps"])), "eps_spent_max": float(spent.max()),
-                    "accountant": res.get("accountant")}
-    return list(out.values())
 
 
 def _eps_text(eps: float) -> str:
     return "non-private" if math.isinf(eps) else f"ε={eps:g}"
 
 
-def _settings(rows: Sequence[Mapping[str, Any]]) -> str:
-    c = rows[0]["config"]
-    seeds = sorted({r["config"]["seed"] for r in rows})
-    delta = rows[0]["result"].get("delta")
-    d = f", δ={_f(delta[0]):.0e}" if delta else ""
-    return f"T={c['rounds']} rounds, B={c['batch_size']}, c={c['clip']:g}{d}, {len(seeds)} seeds"
+def _settings(rows: Sequence["RunResult"]) -> str:
+    c = rows[0].config
+    seeds = sorted({r.config.seed for r in rows})
+    delta = rows[0].delta
+    d = f", δ={float(delta[0]):.0e}" if delta is not None and len(delta) else ""
+    div = sum(r.diverged for r in rows)
+    warn = f"; {div} diverged run(s) left out" if div else ""
+    return f"T={c.rounds} rounds, B={c.batch_size}, c={c.clip:g}{d}, {len(seeds)} seeds{warn}"
 
 
-def plot_training_curves(rows: Sequence[Mapping[str, Any]], *, title: str | None = None, note: str = ""):
+def plot_training_curves(rows: Sequence["RunResult"], *, title: str | None = None, note: str = ""):
     """Fig. 2: test metric against training round, one colour per method, solid = private, dashed = non-private.
 
     Bands are ±1 standard deviation over seeds.
@@ -191,11 +90,11 @@ def plot_training_curves(rows: Sequence[Mapping[str, Any]], *, title: str | None
     curves = curves_by_method(rows)
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for (label, eps), c in curves.items():
-        color = _COLORS.get(c["method"], None)
+        color = method_color(c["method"])
         ls = "--" if math.isinf(eps) else "-"
         ax.plot(c["rounds"], c["mean"], ls, color=color, label=f"{label}, {_eps_text(eps)}")
         ax.fill_between(c["rounds"], c["mean"] - c["std"], c["mean"] + c["std"], color=color, alpha=0.15)
-    metric = rows[0]["result"]["metric"]
+    metric = rows[0].metric
     ax.set_xlabel("training round")
     ax.set_ylabel(metric_label(metric))
     ax.set_title(title or f"{data_label(rows)}\n{_settings(rows)}{note}", fontsize=10)
@@ -215,7 +114,7 @@ def eps_positions(eps_values: Sequence[float]) -> dict[float, float]:
     return pos
 
 
-def plot_privacy_utility(rows: Sequence[Mapping[str, Any]], *, title: str | None = None, note: str = "",
+def plot_privacy_utility(rows: Sequence["RunResult"], *, title: str | None = None, note: str = "",
                          ax=None):
     """Fig. 3 / Fig. 4: test metric (mean ± std over seeds) against per-silo ε, every method at its best (λ, η).
 
@@ -238,7 +137,7 @@ def plot_privacy_utility(rows: Sequence[Mapping[str, Any]], *, title: str | None
         x = np.array([pos[t["eps"]] for t in ts]) * 1.035 ** (j - (len(labels) - 1) / 2)
         y = np.array([t["mean"] for t in ts])
         err = np.array([t["std"] for t in ts])
-        color = _COLORS.get(ts[0]["method"])
+        color = method_color(ts[0]["method"])
         fin = np.array([math.isfinite(t["eps"]) for t in ts])
         ax.errorbar(x[fin], y[fin], yerr=err[fin], marker="o", ms=4, capsize=3, color=color, label=label)
         if (~fin).any():
@@ -252,10 +151,10 @@ def plot_privacy_utility(rows: Sequence[Mapping[str, Any]], *, title: str | None
     ax.minorticks_off()
     if finite and math.inf in pos:
         ax.axvline(np.sqrt(finite[-1] * pos[math.inf]), color="0.5", ls="--", lw=0.8)
-    if lower_is_better(rows[0]["result"]["metric"]):  # errors spanning multiples: log axis
+    if lower_is_better(rows[0].metric):  # errors spanning multiples: log axis
         ax.set_yscale("log")
     ax.set_xlabel("per-silo privacy budget ε (log scale; δ fixed per dataset)")
-    ax.set_ylabel(metric_label(rows[0]["result"]["metric"]))
+    ax.set_ylabel(metric_label(rows[0].metric))
     ax.set_title(title or f"{data_label(rows)}\n{_settings(rows)}; λ, η tuned per point; mean ± std over seeds{note}",
                  fontsize=10)
     if len(labels) > 4:  # many methods: the legend goes beside the axes so that it hides no data
@@ -271,7 +170,7 @@ def plot_privacy_utility(rows: Sequence[Mapping[str, Any]], *, title: str | None
     return ax.figure
 
 
-def plot_lambda_sweep(rows: Sequence[Mapping[str, Any]], eps_values: Sequence[float], *, method: str = "mrmtl",
+def plot_lambda_sweep(rows: Sequence["RunResult"], eps_values: Sequence[float], *, method: str = "mrmtl",
                       title: str | None = None, note: str = ""):
     """Fig. 5: ``method``'s test metric against λ (log scale) for each ε, with the Local and FedAvg endpoints.
 
@@ -281,9 +180,9 @@ def plot_lambda_sweep(rows: Sequence[Mapping[str, Any]], eps_values: Sequence[fl
     import matplotlib.pyplot as plt
 
     rows = list(rows)
-    table = {(t["method"], t["eps"]): t for t in best_lambda_table(r for r in rows if r["config"]["method"]
+    table = {(t["method"], t["eps"]): t for t in best_lambda_table(r for r in rows if r.config.method
                                                                    in ("local", "fedavg"))}
-    lower = lower_is_better(rows[0]["result"]["metric"])
+    lower = lower_is_better(rows[0].metric)
     fig, ax = plt.subplots(figsize=(8.5, 4.4))
     palette = ["tab:red", "tab:orange", "tab:green", "tab:blue", "tab:purple", "tab:brown", "tab:pink", "tab:olive"]
     finite = [e for e in eps_values if not math.isinf(e)]
@@ -292,7 +191,7 @@ def plot_lambda_sweep(rows: Sequence[Mapping[str, Any]], eps_values: Sequence[fl
         cur = lambda_curve(rows, eps, method=method)
         ok = cur["lam"] > 0
         lam, mean, std = cur["lam"][ok], cur["mean"][ok], cur["std"][ok]
-        ax.plot(lam, mean, "o-", color=color, ms=4, label=f"{_NAMES.get(method, method)}, {_eps_text(eps)}")
+        ax.plot(lam, mean, "o-", color=color, ms=4, label=f"{method_spec(method).label}, {_eps_text(eps)}")
         ax.fill_between(lam, mean - std, mean + std, color=color, alpha=0.15)
         b = int(np.argmin(mean) if lower else np.argmax(mean))
         ax.plot(lam[b], mean[b], "*", color=color, ms=14)
@@ -306,7 +205,7 @@ def plot_lambda_sweep(rows: Sequence[Mapping[str, Any]], eps_values: Sequence[fl
     if lower:  # errors of different privacy levels differ by multiples: a log axis keeps all visible
         ax.set_yscale("log")
     ax.set_xlabel("λ (MR-MTL regularization strength)")
-    ax.set_ylabel(metric_label(rows[0]["result"]["metric"]))
+    ax.set_ylabel(metric_label(rows[0].metric))
     ax.set_title(title or f"{data_label(rows)}\n{_settings(rows)}; ★ = best λ; bands ±1 std over seeds{note}",
                  fontsize=10)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
@@ -355,26 +254,7 @@ def plot_theory_vs_training(lams: np.ndarray, trained_mean: np.ndarray, trained_
     return ax.figure
 
 
-def best_by_label(rows: Iterable[Mapping[str, Any]]) -> dict[tuple, dict[str, Any]]:
-    """:func:`best_lambda_table` keyed by ``(method label, ε)`` (the lookup the empirical chapters assert on)."""
-    return {(t["label"], t["eps"]): t for t in best_lambda_table(rows)}
-
-
-def best_lambda_by_eps(rows: Iterable[Mapping[str, Any]], eps_values: Sequence[float], *,
-                       method: str = "mrmtl") -> dict[float, dict[str, float]]:
-    """Per ε: ``method``'s best λ on :func:`lambda_curve` (argmin of the mean error, argmax of a score) with its
-    mean and std over seeds (Fig. 5's ★), as ``{eps: {"lam", "mean", "std"}}``."""
-    rows = list(rows)
-    out = {}
-    for eps in eps_values:
-        cur = lambda_curve(rows, eps, method=method)
-        lower = lower_is_better(next(r for r in rows if r["config"]["method"] == method)["result"]["metric"])
-        b = int(np.argmin(cur["mean"]) if lower else np.argmax(cur["mean"]))
-        out[float(eps)] = {"lam": float(cur["lam"][b]), "mean": float(cur["mean"][b]), "std": float(cur["std"][b])}
-    return out
-
-
-def plot_privacy_utility_panels(panels: Mapping[str, Sequence[Mapping[str, Any]]], *,
+def plot_privacy_utility_panels(panels: Mapping[str, Sequence["RunResult"]], *,
                                 notes: Mapping[str, str] | None = None):
     """Several :func:`plot_privacy_utility` panels (one per entry of ``panels``: name → rows), stacked
     vertically so that each reads at the book's column width."""
@@ -386,54 +266,6 @@ def plot_privacy_utility_panels(panels: Mapping[str, Sequence[Mapping[str, Any]]
         plot_privacy_utility(rows, ax=ax, note=notes.get(name, ""))
     fig.tight_layout()
     return fig
-
-
-@dataclass(frozen=True)
-class TheorySummary:
-    """One privacy level of the theory-meets-training comparison.
-
-    ``s_loc``: σ_loc², the trained local (λ = 0) error, plugged into the closed forms; ``se0``: its standard
-    error; ``lam_star``: the closed form's λ* = σ_loc²/τ² (Thm 6.3); ``lam_trained``: the grid λ > 0 with the
-    smallest trained error."""
-
-    s_loc: float
-    se0: float
-    lam_star: float
-    lam_trained: float
-
-
-def theory_summary(trained: Mapping[float, Mapping[str, Any]], *, tau: float) -> dict[float, TheorySummary]:
-    """Per ε of :func:`fedtrain.sweep.gaussian_lambda_sweep`'s output: σ_loc² (trained λ = 0 error), the
-    closed-form λ* (:func:`fedtheory.mean_estimation.optimal_lambda`) and the best trained λ > 0."""
-    from fedtheory.mean_estimation import optimal_lambda
-
-    out = {}
-    for eps, t in trained.items():
-        lam = np.asarray(t["lam"], dtype=float)
-        if lam[0] != 0:
-            raise ValueError("trained['lam'] must start with 0 (local training gives σ_loc²)")
-        s_loc = float(t["mean"][0])
-        pos = lam > 0
-        b = int(np.argmin(np.asarray(t["mean"])[pos]))
-        out[eps] = TheorySummary(s_loc=s_loc, se0=float(t["se"][0]), lam_star=float(optimal_lambda(s_loc, tau**2)),
-                                 lam_trained=float(lam[pos][b]))
-    return out
-
-
-def paired_z(t: Mapping[str, Any], *, num_silos: int, tau: float) -> tuple[np.ndarray, float]:
-    """(trained − closed form)/SE at every λ > 0 and for FedAvg, paired per dataset: dataset s's closed form
-    (Lemma 6.7, :func:`fedtheory.mean_estimation.mse` / ``fedavg_mse``) uses its own σ_loc² = ``runs[0, s]``.
-
-    ``t`` is one ε of :func:`fedtrain.sweep.gaussian_lambda_sweep`'s output (``lam[0]`` must be 0)."""
-    from fedtheory.mean_estimation import fedavg_mse, mse
-
-    runs = np.asarray(t["runs"], dtype=float)
-    if float(t["lam"][0]) != 0 or runs.shape[1] < 2:
-        raise ValueError("t needs lam[0] = 0 and at least 2 datasets (runs.shape[1] >= 2)")
-    diff = runs[1:] - mse(np.asarray(t["lam"][1:], dtype=float)[:, None], runs[0][None, :], tau**2, num_silos)
-    fed = np.asarray(t["fedavg_runs"], dtype=float) - fedavg_mse(runs[0], tau**2, num_silos)
-    n = runs.shape[1]
-    return diff.mean(1) / (diff.std(1, ddof=1) / np.sqrt(n)), float(fed.mean() / (fed.std(ddof=1) / np.sqrt(n)))
 
 
 def plot_theory_meets_training(trained: Mapping[float, Mapping[str, Any]], *, num_silos: int, tau: float,

@@ -25,7 +25,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from fedtheory._validation import check_integer_at_least
+from fedtheory.validation import check_integer_at_least
 
 __all__ = [
     "sample_rates",

@@ -1,9 +1,9 @@
 """The results store: one JSON file per finished run, keyed by :meth:`RunConfig.key`.
 
-Layout: ``<root>/<key>.json``, one *row* per run::
-
-    {"key": ..., "config": RunConfig.to_dict(), "result": {metrics, privacy, history, ...},
-     "dataset": {"name", "real", "num_silos", ...}, "created": ISO time, "wall_s": ...}
+Layout: ``<root>/<key>.json``, one row per run: the :class:`fedtrain.engine.RunResult` encoded by
+:meth:`RunResult.to_dict <fedtrain.engine.RunResult.to_dict>` (config, metrics, privacy, curve, the
+data summary with file and checksum), plus ``engine_version`` and ``created``.  :meth:`ResultsStore.get`
+and :meth:`ResultsStore.rows` hand back :class:`~fedtrain.engine.RunResult` objects.
 
 Every write goes to a temporary file in the same folder, is flushed and ``fsync``-ed, then renamed
 over the target with :func:`os.replace` (atomic on POSIX and Windows), and the folder is fsync-ed.
@@ -11,56 +11,31 @@ An interrupted write therefore leaves either the old row or the new one, never a
 leftover temporary files (``.<key>.json.tmp-*``) are ignored by readers.  Two processes writing the
 same key write the same run and the last rename wins; rows of different keys never collide.  A
 sweep skips every config whose key is already present (:meth:`ResultsStore.has`), so re-running it
-resumes where it stopped.
+resumes where it stopped.  Rows written by another :data:`~fedtrain.config.ENGINE_VERSION` have other
+keys; :meth:`ResultsStore.rows` skips them.
 """
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator
 
-from fedtrain.config import RunConfig
+from fedtrain.config import ENGINE_VERSION, RunConfig
+from fedtrain.encoding import encode
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fedtrain.engine import RunResult
 
 __all__ = ["ResultsStore", "DEFAULT_RESULTS_DIR", "jsonable"]
 
 #: ``results/`` at the repository root (git-ignored); the book's full-scale grids live there.
 DEFAULT_RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 
-
-def jsonable(value: Any) -> Any:
-    """Convert numpy/torch scalars and arrays, tuples and infinities to JSON values (``inf`` -> ``"inf"``)."""
-    try:
-        import numpy as np
-    except ImportError:  # pragma: no cover
-        np = None
-    if hasattr(value, "detach") and hasattr(value, "cpu"):  # torch tensor
-        value = value.detach().cpu().numpy()
-    if np is not None:
-        if isinstance(value, np.ndarray):
-            return [jsonable(v) for v in value.tolist()]
-        if isinstance(value, np.generic):
-            value = value.item()
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    if value is None or isinstance(value, (str, int, bool)):
-        return value
-    if hasattr(value, "to_dict"):
-        return jsonable(value.to_dict())
-    raise TypeError(f"cannot store a value of type {type(value).__name__} in the results store")
+#: The one JSON encoder (:func:`fedtrain.encoding.encode`), under its historical name.
+jsonable = encode
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
@@ -98,6 +73,19 @@ class ResultsStore:
     def __repr__(self) -> str:
         return f"ResultsStore({str(self.root)!r}, rows={len(self)})"
 
+    def check_writable(self) -> None:
+        """Create the folder if needed and check that a file can be written there (before any training).
+
+        Raises ``ValueError`` naming the folder and the reason."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".write-test-", dir=self.root)
+            os.close(fd)
+            os.unlink(tmp)
+        except OSError as exc:
+            raise ValueError(f"results folder {self.root} is not writable ({exc.strerror or exc}); "
+                             "choose another folder with --results / store=") from None
+
     def _path(self, key: str) -> Path:
         return self.root / f"{key}.json"
 
@@ -109,12 +97,12 @@ class ResultsStore:
         """Whether the run is finished (its row exists)."""
         return self._path(self._key(config_or_key)).is_file()
 
-    def get(self, config_or_key: RunConfig | str) -> dict | None:
-        """The stored row, or ``None``."""
+    def get(self, config_or_key: RunConfig | str) -> "RunResult | None":
+        """The stored run, or ``None``."""
         path = self._path(self._key(config_or_key))
         if not path.is_file():
             return None
-        return self._read(path)
+        return self._decode(path, self._read(path))
 
     @staticmethod
     def _read(path: Path) -> dict:
@@ -123,21 +111,24 @@ class ResultsStore:
         except (OSError, json.JSONDecodeError) as exc:  # cannot happen with atomic writes; say which file
             raise ValueError(f"results store row {path} is unreadable ({exc}); delete it to recompute the run") from exc
 
-    def put(self, config: RunConfig, result: Any, *, dataset: Mapping[str, Any] | None = None,
-            wall_s: float | None = None) -> dict:
-        """Store a finished run atomically and return the row."""
+    @staticmethod
+    def _decode(path: Path, row: dict) -> "RunResult":
+        from fedtrain.engine import RunResult
+
+        try:
+            return RunResult.from_dict(row)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"results store row {path} cannot be read back ({exc}); delete it to recompute "
+                             "the run") from exc
+
+    def put(self, result: "RunResult") -> "RunResult":
+        """Store a finished run atomically (keyed by ``result.config.key()``) and return it."""
         self.root.mkdir(parents=True, exist_ok=True)
-        key = config.key()
-        row = {
-            "key": key,
-            "config": config.to_dict(),
-            "result": jsonable(result),
-            "dataset": jsonable(dict(dataset or {})),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "wall_s": wall_s,
-        }
-        _atomic_write_text(self._path(key), json.dumps(row, sort_keys=True, allow_nan=False))
-        return row
+        row = result.to_dict()
+        row["engine_version"] = ENGINE_VERSION
+        row["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        _atomic_write_text(self._path(result.key), json.dumps(row, sort_keys=True, allow_nan=False))
+        return result
 
     def keys(self) -> list[str]:
         if not self.root.is_dir():
@@ -150,10 +141,14 @@ class ResultsStore:
     def __contains__(self, config_or_key: object) -> bool:
         return isinstance(config_or_key, (str, RunConfig)) and self.has(config_or_key)
 
-    def rows(self, **where: Any) -> Iterator[dict]:
-        """All rows, optionally filtered on config fields (``store.rows(method="mrmtl", dataset="school")``)."""
+    def rows(self, **where: Any) -> Iterator["RunResult"]:
+        """Every stored run of this engine version, optionally filtered on config fields or method options
+        (``store.rows(method="mrmtl", dataset="school")``)."""
         for key in self.keys():
-            row = self._read(self._path(key))
-            cfg = row.get("config", {})
-            if all(cfg.get(k) == jsonable(v) for k, v in where.items()):
-                yield row
+            path = self._path(key)
+            row = self._read(path)
+            if row.get("engine_version") != ENGINE_VERSION:
+                continue
+            result = self._decode(path, row)
+            if all(getattr(result.config, k, None) == v for k, v in where.items()):
+                yield result

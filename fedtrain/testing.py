@@ -10,24 +10,51 @@ import numpy as np
 
 from fedtrain.data.base import FederatedData
 
-__all__ = ["tiny_federated"]
+__all__ = ["tiny_federated", "fake_result"]
 
 
 def tiny_federated(task: str = "regression", *, num_silos: int = 5, dim: int = 4, n_range=(40, 80),
-                   n_test: int = 40, tau: float = 0.5, noise: float = 0.1, clusters: int = 0,
+                   n_test: int | tuple[int, int] = 40, tau: float = 0.5, noise: float = 0.1, clusters: int = 0,
                    cluster_scale: float = 3.0, seed: int = 0, name: str = "tiny") -> FederatedData:
     """A small :class:`FederatedData` (``task`` 'regression' or 'binary'); ``clusters`` > 0 draws that
-    many well-separated centres θ_c (scale ``cluster_scale``) and assigns silo k to centre ``k % clusters``."""
+    many well-separated centres θ_c (scale ``cluster_scale``) and assigns silo k to centre ``k % clusters``.
+
+    ``n_range = (lo, hi)``: each silo's training size is drawn uniformly from ``lo..hi``; ``n_test``: every
+    silo's test size, or a range ``(lo, hi)`` to draw unequal test sizes (tests of test-count weighting
+    need them: with equal counts a weighted and an unweighted mean coincide)."""
+    if isinstance(n_test, (tuple, list)):
+        if len(n_test) != 2 or not 1 <= int(n_test[0]) <= int(n_test[1]):
+            raise ValueError(f"n_test must be a positive int or a range (lo, hi) with 1 <= lo <= hi (got {n_test!r})")
+    elif int(n_test) < 1:
+        raise ValueError(f"n_test must be a positive int or a range (lo, hi) with 1 <= lo <= hi (got {n_test!r})")
     rng = np.random.default_rng(seed)
     centres = rng.normal(size=(max(clusters, 1), dim)) * (cluster_scale if clusters else 1.0)
     tx, ty, sx, sy = [], [], [], []
     for k in range(num_silos):
         w = centres[k % max(clusters, 1)] + tau * rng.normal(size=dim)
         n = int(rng.integers(n_range[0], n_range[1] + 1))
-        x = rng.normal(size=(n + n_test, dim))
-        f = x @ w + noise * rng.normal(size=n + n_test)
+        nt = int(rng.integers(n_test[0], n_test[1] + 1)) if isinstance(n_test, (tuple, list)) else int(n_test)
+        x = rng.normal(size=(n + nt, dim))
+        f = x @ w + noise * rng.normal(size=n + nt)
         y = f if task == "regression" else np.where(f >= 0, 1.0, -1.0)
         tx.append(x[:n]), ty.append(y[:n]), sx.append(x[n:]), sy.append(y[n:])
     info = {"tau": tau, "noise": noise, "clusters": clusters, "seed": seed,
             "cluster_of_silo": [k % max(clusters, 1) for k in range(num_silos)]}
     return FederatedData(name, task, tx, ty, sx, sy, real=False, info=info)
+
+
+def fake_result(config, test_metric: float, *, metric: str = "mse", num_silos: int = 2, curve=None, **fields):
+    """A :class:`~fedtrain.engine.RunResult` of ``config`` with the given metric and placeholder privacy
+    numbers (no training): for tests of stores, sweeps and summaries.  ``fields`` override any field."""
+    from fedtrain.engine import RunResult
+
+    k = num_silos
+    eps = config.eps if isinstance(config.eps, tuple) else (config.eps,) * k
+    kw = dict(config=config, metric=metric, test_metric=float(test_metric), silo_metrics=np.full(k, float(test_metric)),
+              test_sizes=np.full(k, 10, dtype=np.int64), noise_multipliers=np.ones(k), eps_spent=np.asarray(eps, float),
+              delta=np.full(k, 1e-5), accountant=config.accountant, steps=np.full(k, 3, dtype=np.int64), wall_time=0.0,
+              curve_rounds=None if curve is None else np.arange(1, len(curve) + 1),
+              curve=None if curve is None else np.asarray(curve, dtype=float),
+              data={"name": config.dataset, "real": True})
+    kw.update(fields)
+    return RunResult(**kw)

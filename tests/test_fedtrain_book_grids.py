@@ -6,10 +6,11 @@ import math
 
 import pytest
 
-from fedtrain.config import LAMBDA_GRID, LR_GRID, PAPER_DEFAULTS
 from fedtrain.data import load_dataset
+from fedtrain.presets import LAMBDA_GRID, LR_GRID, PAPER_DEFAULTS, REDUCED, REDUCED_EPS, book_grid, full_scale
 from fedtrain.results import ResultsStore
-from fedtrain.sweep import REDUCED, REDUCED_EPS, book_grid, full_scale, run_sweep
+from fedtrain.sweep import run_sweep
+from fedtrain.testing import fake_result
 
 DATASETS = ("school", "vehicle-standin", "gleam-standin")
 
@@ -75,7 +76,7 @@ def test_interrupted_full_sweep_resumes_from_the_store(tmp_path):
         if len(done) >= 100:
             raise KeyboardInterrupt("stopped mid-sweep")
         done.extend(c.key() for c in cs)
-        return [{"metric": "accuracy", "test_metric": 0.5} for _ in cs]
+        return [fake_result(c, 0.5, metric="accuracy") for c in cs]
 
     store = ResultsStore(tmp_path)
     with pytest.raises(KeyboardInterrupt):
@@ -86,15 +87,15 @@ def test_interrupted_full_sweep_resumes_from_the_store(tmp_path):
 
     def resumed(cs, d):
         rest.extend(c.key() for c in cs)
-        return [{"metric": "accuracy", "test_metric": 0.5} for _ in cs]
+        return [fake_result(c, 0.5, metric="accuracy") for c in cs]
 
     rows = run_sweep(grid, store=store, data=data, runner=resumed, chunk_size=50, progress=False)
     assert set(rest) == {c.key() for c in grid} - set(done) and len(rest) == len(grid) - 100  # nothing redone
-    assert [r["key"] for r in rows] == [c.key() for c in grid] and len(store) == len(grid)
+    assert [r.key for r in rows] == [c.key() for c in grid] and len(store) == len(grid)
 
 
 def test_grid_note_names_the_grid():
-    from fedtrain.sweep import REDUCED, grid_note
+    from fedtrain.presets import REDUCED, grid_note
 
     assert grid_note("school", full=True) == "paper-scale grid"
     r = REDUCED["school"]

@@ -60,8 +60,20 @@ def test_sweep_store_and_resume(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv,match", [
-    (["run", *TINY, "--method", "mrmtl", "--eps", "-1"], "eps must be > 0"),
-    (["run", *TINY, "--method", "mrmtl", "--lr", "0"], "lr must be > 0"),
+    (["run", *TINY, "--method", "mrmtl", "--eps", "-1"], "eps must be a number > 0 (inf allowed) (got '-1')"),
+    (["run", *TINY, "--method", "mrmtl", "--eps", "-inf"], "eps must be a number > 0 (inf allowed)"),
+    (["run", *TINY, "--method", "mrmtl", "--eps=-inf"], "eps must be a number > 0 (inf allowed)"),
+    (["run", *TINY, "--method", "mrmtl", "--eps", "nan"], "eps must be a number > 0"),
+    (["run", *TINY, "--method", "mrmtl", "--lr", "0"], "lr must be a finite number > 0 (got '0')"),
+    (["run", *TINY, "--method", "mrmtl", "--lr", "inf"], "lr must be a finite number > 0 (got 'inf')"),
+    (["run", *TINY, "--method", "mrmtl", "--lam", "1e309"], "lam must be a finite number >= 0"),
+    (["run", *TINY, "--method", "mrmtl", "--lam", "-1"], "lam must be a finite number >= 0 (got '-1')"),
+    (["run", *TINY, "--method", "mrmtl", "--clip", "inf"], "clip must be a finite number > 0"),
+    (["run", *TINY, "--method", "local", "--seeds", "0,0,1"], "--seeds lists 0 more than once"),
+    (["run", *TINY, "--method", "local", "--seeds", str(2**63)], "seed must be an integer in [0, 2^53)"),
+    (["run", *TINY, "--method", "fedavg", "--num-clusters", "2"], "--num-clusters is an option of ifca, ifca-mrmtl"),
+    (["run", *TINY, "--method", "ifca", "--select-eps-frac", "1"], "select_eps_frac must be a finite number in (0, 1)"),
+    (["run", *TINY], "--method is required"),
     (["sweep", *TINY, "--method", "mrmtl", "--eps", "1,2", "--delta", "0.5"], "delta must be < n_k"),
     (["run", "--dataset", "vehicle", "--method", "fedavg", "--data-dir", "/nonexistent/x"], "vehicle-standin"),
     (["run", *TINY, "--method", "fedavg", "-D", "bogus=1"], "bad option for dataset 'gaussian'"),
@@ -72,7 +84,8 @@ def test_errors_are_clear(argv, match, capsys):
     with pytest.raises(SystemExit) as info:
         main(argv)
     assert info.value.code == 2
-    assert match in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert match in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("argv", [
@@ -90,3 +103,105 @@ def test_datasets_listing(capsys):
     assert main(["datasets"]) == 0
     out = capsys.readouterr().out
     assert "school\treal" in out and "vehicle-standin\tsynthetic" in out
+
+
+def test_help_lists_every_field_with_range_and_default(capsys):
+    """``fedtrain run --help`` lists every RunConfig field and every method option, each with its valid range and
+    its default, generated from the declarations (fedtrain.params)."""
+    from fedtrain.methods.registry import option_params
+    from fedtrain.params import cli_param, params_of
+
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = "".join(capsys.readouterr().out.split())  # argparse wraps lines (also at hyphens): compare without spaces
+    for name, (p, _) in {**params_of(RunConfig), **{n: (v[0], v[1]) for n, v in option_params().items()}}.items():
+        flag = "--dataset-option" if name == "dataset_options" else "--seeds" if name == "seed" else \
+            "--" + name.replace("_", "-")
+        assert flag in text, name
+        if name not in ("dataset", "dataset_options"):
+            assert "".join(f"Valid: {cli_param(p).range_text()}".split()) in text, name
+    assert "Default:0.01" in text and "Default:thepaper'sforthedataset,else200" in text
+
+
+def test_every_option_can_be_set_from_the_cli():
+    args = build_parser().parse_args(["sweep", *TINY, "--method", "ifca,ditto,finetune", "--num-clusters", "2",
+                                      "--select-eps-frac", "0.05", "--ifca-loss-clip", "2", "--select-frac", "0.5",
+                                      "--ditto-personal-epochs", "2", "--finetune-frac", "0.25",
+                                      "--prox-mode", "post-noise", "--aggregation", "uniform", "--eval-every", "1",
+                                      "--model", "linear", "--accountant", "rdp", "--local-epochs", "2",
+                                      "--clip", "2,3", "--delta", "1e-4"])
+    cs = configs_from_args(args)
+    ifca = [c for c in cs if c.method == "ifca"]
+    assert {(c.num_clusters, c.select_eps_frac, c.ifca_loss_clip, c.select_frac) for c in ifca} == {(2, 0.05, 2.0, 0.5)}
+    ditto = [c for c in cs if c.method == "ditto"]
+    assert {(c.ditto_personal_epochs, c.prox_mode) for c in ditto} == {(2, "post-noise")}
+    assert {c.finetune_frac for c in cs if c.method == "finetune"} == {0.25}
+    assert {c.clip for c in cs} == {2.0, 3.0} and len(cs) == 6  # the clip list is a grid axis
+    assert {(c.aggregation, c.eval_every, c.local_epochs, c.delta) for c in cs} == {("uniform", 1, 2, 1e-4)}
+
+
+def test_diverged_runs_are_reported(capsys):
+    assert main(["run", *TINY, "--method", "mrmtl", "--lam", "1e308", "--eps", "inf", "--seeds", "0,1", "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["diverged"] == [0, 1] and obj["seeds"] == [] and obj["mean"] == "nan"
+    assert main(["run", *TINY, "--method", "mrmtl", "--lam", "1e308", "--eps", "inf"]) == 0
+    assert "diverged" in capsys.readouterr().out
+
+
+def test_unwritable_results_folder_fails_before_training(tmp_path, capsys):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(SystemExit) as info:
+        main(["run", *TINY, "--method", "local", "--results", str(tmp_path / "file" / "sub")])
+    assert info.value.code == 2 and "is not writable" in capsys.readouterr().err
+
+
+def test_ctrl_c_prints_one_line(tmp_path, capsys, monkeypatch):
+    import fedtrain.sweep as sweep
+
+    real = sweep.run_sweep
+
+    def interrupted(configs, **kw):
+        def runner(cs, d):
+            if kw["store"].has(configs[0]):
+                raise KeyboardInterrupt
+            from fedtrain.engine import run_many
+            return run_many(cs, d)
+        return real(configs, runner=runner, **{**kw, "chunk_size": 1})
+
+    monkeypatch.setattr(sweep, "run_sweep", interrupted)
+    code = main(["sweep", *TINY, "--method", "local", "--seeds", "0,1,2", "--results", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 130 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert f"1 of 3 runs are saved in {tmp_path}" in err and "same command again to resume" in err
+
+
+def test_data_dir_without_the_file_fails(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["run", "--dataset", "school", "--method", "local", "--data-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and str(tmp_path / "school.mat") in err and "no other location is used" in err
+
+
+def test_register_command(capsys):
+    from fedtrain import cli
+
+    cli.register_command("hello", "say hello", lambda p: p.add_argument("--name", default="x"),
+                         lambda a: print(f"hello {a.name}") or 0)
+    try:
+        assert main(["hello", "--name", "y"]) == 0 and "hello y" in capsys.readouterr().out
+    finally:
+        cli._COMMANDS.pop("hello")
+
+
+def test_api_page_lists_every_field_with_its_range():
+    """The reference page's field table is the declarations' (regenerate it when a field changes)."""
+    from pathlib import Path
+
+    from fedtrain.methods.registry import option_params
+    from fedtrain.params import describe_fields
+
+    page = (Path(__file__).resolve().parents[1] / "book" / "api_fedtrain_data_cli.md").read_text()
+    for name, rng, default, _ in describe_fields(RunConfig):
+        assert f"| `{name}` |" in page and f"| {rng} | {default} |" in page, name
+    for name, (p, _, _) in option_params().items():
+        assert f"| `{name}` |" in page and f"| {p.range_text()} |" in page, name

@@ -22,7 +22,10 @@ from fedtrain.figures import (  # noqa: E402
     plot_training_curves,
     privacy_table,
 )
-from fedtrain.sweep import book_grid, expand_grid, run_sweep  # noqa: E402
+from fedtrain.config import RunConfig  # noqa: E402
+from fedtrain.presets import book_grid  # noqa: E402
+from fedtrain.sweep import expand_grid, run_sweep  # noqa: E402
+from fedtrain.testing import fake_result  # noqa: E402
 
 BASE = dict(dataset="gaussian", rounds=4, batch_size=10, lr=0.05, clip=5.0, eval_every=2,
             dataset_options={"num_silos": 4, "n": 30, "tau": 0.5})
@@ -38,12 +41,9 @@ def rows():
     return run_sweep(cs, progress=False)
 
 
-def _fake(method, eps, lam, lr, seed, value, metric="accuracy", **cfg):
-    return {"key": f"{method}{eps}{lam}{lr}{seed}", "config": dict(method=method, eps=eps, lam=lam, lr=lr, seed=seed,
-                                                                  rounds=5, batch_size=2, clip=1.0, dataset="x", **cfg),
-            "result": {"metric": metric, "test_metric": value, "noise_multipliers": [1.0], "eps_spent": [eps],
-                       "steps": [3], "accountant": "rdp", "delta": [1e-5]},
-            "dataset": {"name": "x", "real": True}}
+def _fake(method, eps, lam, lr, seed, value, metric="accuracy", curve=(0.5,)):
+    cfg = RunConfig(method=method, eps=eps, lam=lam, lr=lr, seed=seed, rounds=5, batch_size=2, clip=1.0, dataset="x")
+    return fake_result(cfg, value, metric=metric, num_silos=1, curve=curve)
 
 
 def test_method_labels():
@@ -51,6 +51,7 @@ def test_method_labels():
     assert method_label({"method": "ifca", "select_frac": 1.0}) == "IFCA (every round)"
     assert method_label({"method": "finetune", "finetune_frac": 0.5}) == "Finetune (50% FedAvg)"
     assert method_label({"method": "mrmtl"}) == "MR-MTL"
+    assert method_label(RunConfig(dataset="x", method="ifca", select_frac=0.5)) == "IFCA (50% sel.)"
 
 
 def test_best_lambda_picks_direction_of_metric():
@@ -58,7 +59,7 @@ def test_best_lambda_picks_direction_of_metric():
            enumerate(vals)]
     (t,) = best_lambda_table(acc)
     assert (t["lam"], t["mean"], t["n"]) == (1.0, 0.8, 2)  # accuracy: higher wins
-    mse = [dict(r, result={**r["result"], "metric": "mse"}) for r in acc]
+    mse = [fake_result(r.config, r.test_metric, metric="mse", num_silos=1) for r in acc]
     (t,) = best_lambda_table(mse)
     assert t["lam"] == 0.1 and t["mean"] == pytest.approx(0.6) and t["std"] == pytest.approx(np.std([0.5, 0.7], ddof=1))
     cur = lambda_curve(acc, 1.0)
@@ -79,18 +80,25 @@ def test_privacy_table_and_labels(rows):
 
 
 def test_training_curves(rows):
-    curves = curves_by_method([r for r in rows if r["config"]["method"] in ("local", "fedavg", "finetune")])
+    curves = curves_by_method([r for r in rows if r.config.method in ("local", "fedavg", "finetune")])
     assert len(curves) == 6
     c = curves[("Local", 2.0)]
     np.testing.assert_array_equal(c["rounds"], [2, 4])
     assert c["n"] == 2 and np.all(c["std"] >= 0)
-    fig = plot_training_curves([r for r in rows if r["config"]["method"] in ("local", "fedavg")], note=" (test)")
+    fig = plot_training_curves([r for r in rows if r.config.method in ("local", "fedavg")], note=" (test)")
     ax = fig.axes[0]
     assert len(ax.get_lines()) == 4 and "synthetic stand-in" in ax.get_title() and "2 seeds" in ax.get_title()
     assert ax.get_xlabel() == "training round" and "MSE" in ax.get_ylabel()
     plt.close(fig)
     with pytest.raises(ValueError, match="eval_every"):
         curves_by_method([_fake("local", 1.0, 0.0, 0.1, 0, 0.5, curve=None)])
+
+
+def test_diverged_runs_are_left_out_of_the_best_lambda():
+    rows = [_fake("mrmtl", 1.0, 0.1, 0.1, s, v, metric="mse") for s, v in enumerate((0.5, float("nan")))]
+    rows += [_fake("mrmtl", 1.0, 1.0, 0.1, s, float("nan"), metric="mse") for s in (0, 1)]  # every seed diverged
+    (t,) = best_lambda_table(rows)
+    assert t["lam"] == 0.1 and t["mean"] == 0.5 and t["n"] == 1 and t["diverged"] == 1
 
 
 def test_privacy_utility_and_lambda_plots(rows):

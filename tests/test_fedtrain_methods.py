@@ -21,12 +21,12 @@ SE = 4.0
 
 @pytest.fixture(scope="module")
 def reg():
-    return tiny_federated("regression", num_silos=6, dim=4, seed=3)
+    return tiny_federated("regression", num_silos=6, dim=4, n_test=(20, 60), seed=3)
 
 
 @pytest.fixture(scope="module")
 def svm():
-    return tiny_federated("binary", num_silos=6, dim=4, seed=4)
+    return tiny_federated("binary", num_silos=6, dim=4, n_test=(20, 60), seed=4)
 
 
 def cfg(method, **kw):

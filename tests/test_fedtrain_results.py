@@ -10,7 +10,9 @@ import pytest
 from fedtrain.config import RunConfig
 from fedtrain.data import load_dataset
 from fedtrain.engine import run_many
+from fedtrain.engine import RunResult
 from fedtrain.results import ResultsStore, jsonable
+from fedtrain.testing import fake_result
 from fedtrain.sweep import expand_grid, run_sweep, summarize
 
 BASE = dict(dataset="gaussian", method="mrmtl", rounds=3, batch_size=10, lr=0.05, clip=5.0,
@@ -25,7 +27,7 @@ def test_expand_grid_and_validation():
     grid = _grid()
     assert len(grid) == 8 and len({c.key() for c in grid}) == 8
     assert [c.seed for c in grid[:2]] == [0, 1]  # the last axis varies fastest
-    with pytest.raises(ValueError, match=r"invalid configuration in the grid \(eps=-1.*eps must be > 0"):
+    with pytest.raises(ValueError, match=r"invalid configuration in the grid \(eps=-1.*eps must be a number > 0"):
         expand_grid(BASE, eps=[1.0, -1.0])
     with pytest.raises(ValueError, match="unknown RunConfig field 'epsilon'"):
         expand_grid(BASE, epsilon=[1.0])
@@ -38,23 +40,46 @@ def test_store_round_trip_is_atomic_json(tmp_path):
     cfg = RunConfig(**BASE)
     data = load_dataset("gaussian", num_silos=4, n=30)
     result = run_many([cfg], data)[0]
-    row = store.put(cfg, result, dataset={"name": "gaussian", "real": False}, wall_s=0.1)
+    assert result.data["name"] == "gaussian" and result.data["file"] is None  # generated data: no file
+    assert store.put(result) is result
     assert store.has(cfg) and cfg in store and len(store) == 1
     on_disk = json.loads((tmp_path / "res" / f"{cfg.key()}.json").read_text())
-    assert on_disk == row == store.get(cfg.key())
-    assert RunConfig.from_dict(on_disk["config"]) == cfg
-    assert on_disk["result"]["test_metric"] == pytest.approx(result.test_metric)
-    assert on_disk["result"]["accountant"] == "rdp" and on_disk["result"]["eps_spent"][0] == "inf"
+    assert RunConfig.from_dict(on_disk["config"]) == cfg and on_disk["key"] == cfg.key()
+    assert on_disk["test_metric"] == pytest.approx(result.test_metric)
+    assert on_disk["accountant"] == "rdp" and on_disk["eps_spent"][0] == "inf"
+    back = store.get(cfg.key())
+    assert isinstance(back, RunResult) and back.config == cfg and back.test_metric == result.test_metric
+    np.testing.assert_array_equal(back.noise_multipliers, result.noise_multipliers)
+    np.testing.assert_array_equal(back.steps, result.steps)
+    assert back.data == result.data
     # no temporary files are left behind; a stray one is ignored by readers
     assert [p.name for p in (tmp_path / "res").iterdir()] == [f"{cfg.key()}.json"]
     (tmp_path / "res" / f".{cfg.key()}.json.tmp-x").write_text("{trunc")
     assert len(list(store.rows())) == 1 and list(store.rows(method="fedavg")) == []
+    assert [r.key for r in store.rows(method="mrmtl", lam=0.0)] == [cfg.key()]
+    # a row of another engine version is skipped by rows()
+    (tmp_path / "res" / "0123456789abcdef.json").write_text(json.dumps({"engine_version": 1, "config": {}}))
+    assert len(list(store.rows())) == 1
+
+
+def test_results_of_real_data_record_the_file_and_checksum(tmp_path):
+    from fedtrain.data.files import sha256_file
+
+    try:
+        data = load_dataset("school")
+    except FileNotFoundError:
+        pytest.skip("school.mat not available")
+    (r,) = run_sweep([RunConfig(dataset="school", method="local", rounds=1)], data=data, store=tmp_path,
+                     progress=False)
+    back = ResultsStore(tmp_path).get(r.config)
+    assert back.data["real"] and back.data["file"].endswith("school.mat")
+    assert back.data["sha256"] == sha256_file(back.data["file"])
 
 
 def test_atomic_write_failure_keeps_old_row(tmp_path, monkeypatch):
     store = ResultsStore(tmp_path)
     cfg = RunConfig(**BASE)
-    store.put(cfg, {"test_metric": 1.0})
+    store.put(fake_result(cfg, 1.0))
     import fedtrain.results as results
 
     def boom(*a, **k):
@@ -62,9 +87,28 @@ def test_atomic_write_failure_keeps_old_row(tmp_path, monkeypatch):
 
     monkeypatch.setattr(results.os, "replace", boom)
     with pytest.raises(KeyboardInterrupt):
-        store.put(cfg, {"test_metric": 2.0})
-    assert store.get(cfg)["result"]["test_metric"] == 1.0
+        store.put(fake_result(cfg, 2.0))
+    assert store.get(cfg).test_metric == 1.0
     assert [p.name for p in tmp_path.iterdir()] == [f"{cfg.key()}.json"]
+
+
+def test_unwritable_results_folder_fails_before_training(tmp_path):
+    import os
+
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="results folder .*sub is not writable"):  # cannot be created below a file
+        run_sweep([RunConfig(**BASE)], store=tmp_path / "file" / "sub", runner=lambda cs, d: pytest.fail("trained"),
+                  progress=False)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    os.chmod(ro, 0o500)
+    try:
+        if os.access(ro, os.W_OK):
+            pytest.skip("running as a user who can write anywhere (root)")
+        with pytest.raises(ValueError, match=f"results folder {ro} is not writable"):
+            run_sweep([RunConfig(**BASE)], store=ro, runner=lambda cs, d: pytest.fail("trained"), progress=False)
+    finally:
+        os.chmod(ro, 0o700)
 
 
 def test_sweep_interrupt_and_resume(tmp_path):
@@ -95,7 +139,7 @@ def test_sweep_interrupt_and_resume(tmp_path):
 
     rows = run_sweep(grid, store=store, data=data, runner=runner2, chunk_size=4, progress=False)
     assert sorted(calls2) == sorted(set(c.key() for c in grid) - set(calls))  # nothing recomputed
-    assert len(store) == 8 and [r["key"] for r in rows] == [c.key() for c in grid]  # nothing lost or duplicated
+    assert len(store) == 8 and [r.key for r in rows] == [c.key() for c in grid]  # nothing lost or duplicated
     assert all((tmp_path / f"{k}.json").stat().st_mtime_ns == t for k, t in stamps.items())
     # a third run trains nothing
     run_sweep(grid, store=store, data=data, runner=lambda cs, d: pytest.fail("recomputed"), progress=False)
@@ -106,12 +150,36 @@ def test_sweep_rows_match_engine_and_summary(tmp_path):
     data = load_dataset("gaussian", num_silos=4, n=30)
     rows = run_sweep(grid, store=None, data=data, progress=False)
     direct = run_many(grid, data)
-    np.testing.assert_allclose([r["result"]["test_metric"] for r in rows], [r.test_metric for r in direct], rtol=1e-6)
+    np.testing.assert_allclose([r.test_metric for r in rows], [r.test_metric for r in direct], rtol=1e-6)
     summary = summarize(rows, by=("eps", "lam"))
-    assert len(summary) == 4 and all(s["n"] == 2 and s["seeds"] == [0, 1] for s in summary)
-    first = [r["result"]["test_metric"] for r in rows[:2]]
+    assert len(summary) == 4 and all(s["n"] == 2 and s["seeds"] == [0, 1] and s["diverged"] == [] for s in summary)
+    first = [r.test_metric for r in rows[:2]]
     assert summary[0]["mean"] == pytest.approx(np.mean(first)) and summary[0]["std"] == pytest.approx(np.std(first, ddof=1))
     assert summary[0]["eps_spent_max"] <= 2.0 + 1e-9 and summary[2]["eps_spent_max"] == math.inf
+    # the same run listed twice counts once
+    assert summarize(rows + rows[:1], by=("eps", "lam"))[0]["n"] == 2
+
+
+def test_diverged_runs_are_reported_not_averaged():
+    cfgs = expand_grid(BASE, seed=[0, 1, 2])
+    rows = [fake_result(cfgs[0], 0.5), fake_result(cfgs[1], math.nan), fake_result(cfgs[2], 0.7)]
+    assert rows[1].diverged and not rows[0].diverged
+    (s,) = summarize(rows, by=("method",))
+    assert s["n"] == 2 and s["seeds"] == [0, 2] and s["diverged"] == [1] and s["mean"] == pytest.approx(0.6)
+    (s,) = summarize(rows[1:2], by=("method",))
+    assert math.isnan(s["mean"]) and s["n"] == 0 and s["diverged"] == [1]
+    # a diverged run survives the JSON round trip as NaN
+    back = RunResult.from_dict(json.loads(json.dumps(rows[1].to_dict(), allow_nan=False)))
+    assert back.diverged and math.isnan(back.test_metric)
+
+
+def test_a_huge_lambda_diverges_and_is_reported():
+    """λ = 1e308 is finite, so it is accepted; training overflows and the run is reported as diverged."""
+    data = load_dataset("gaussian", num_silos=4, n=30)
+    (r,) = run_many([RunConfig(**{**BASE, "lam": 1e308, "eps": math.inf})], data)
+    assert r.diverged
+    (s,) = summarize([r], by=("lam",))
+    assert s["diverged"] == [0] and s["n"] == 0
 
 
 def test_sweep_validates_whole_grid_before_training(tmp_path):
@@ -127,13 +195,16 @@ def test_sweep_loads_data_from_config_options():
     cfg = RunConfig(**BASE)
     rows = run_sweep([cfg, cfg], progress=False)  # duplicates run once
     assert len(rows) == 2 and rows[0] is rows[1]
-    assert rows[0]["dataset"]["num_silos"] == 4 and rows[0]["dataset"]["real"] is False
+    assert rows[0].data["num_silos"] == 4 and rows[0].data["real"] is False
 
 
 def test_jsonable():
-    assert jsonable({"a": np.float32(1.5), "b": np.arange(2), "c": (math.inf, -math.inf)}) == \
-        {"a": 1.5, "b": [0, 1], "c": ["inf", "-inf"]}
-    with pytest.raises(TypeError, match="cannot store"):
+    from fedtrain.encoding import encode
+
+    assert jsonable is encode  # one encoder
+    assert jsonable({"a": np.float32(1.5), "b": np.arange(2), "c": (math.inf, -math.inf, math.nan)}) == \
+        {"a": 1.5, "b": [0, 1], "c": ["inf", "-inf", "nan"]}
+    with pytest.raises(TypeError, match="cannot encode"):
         jsonable(object())
     with pytest.raises(ValueError, match="must be a folder"):
         ResultsStore(__file__)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from fedtheory import _validation as v
+from fedtheory import validation as v
 from fedtheory.checks import checks_table, compare
 from fedtheory.privacy.gaussian import gaussian_sigma
 
@@ -24,6 +24,9 @@ class TestValidation:
         (lambda: v.check_nonnegative("tau2", -1), r"tau2 must be >= 0"),
         (lambda: v.check_open_interval("delta", 1.0, 0, 1), r"delta must lie in the open interval \(0, 1\)"),
         (lambda: v.check_integer_at_least("K", 1, 2), r"K must be an integer >= 2 \(got 1\)"),
+        (lambda: v.check_integer_at_least("K", 2**63, 2), r"K must be an integer in \[2, 2\^53\) \(got 9223372036854775808\)"),
+        (lambda: v.check_integer_at_least("K", 2**53 + 1, 2), r"K must be an integer in \[2, 2\^53\)"),
+        (lambda: v.check_integer_at_least("K", 1e300, 2), r"K must be an integer in \[2, 2\^53\)"),
         (lambda: v.check_integer_at_least("n", 2.5, 1), r"n must be an integer >= 1"),
         (lambda: v.check_positive("eps", float("nan")), r"eps must not contain NaN"),
         (lambda: v.check_positive("eps", "abc"), r"eps must be a real number"),
@@ -112,3 +115,25 @@ def test_figure_widget_puts_initial_values_on_the_slider_grid():
     assert abs(k - round(k)) < 1e-9 and tau.value == 0.08 and -2.55 < tau.min <= -2.45
     k = (sigma.value - sigma.min) / sigma.step
     assert abs(k - round(k)) < 1e-9 and sigma.value == 0.42
+
+
+def test_huge_silo_counts_are_rejected_not_wrapped():
+    """K >= 2^63 used to wrap to a negative int64 and give a negative MSE (issue 14, item 3)."""
+    from fedtheory.mean_estimation import mse
+
+    with pytest.raises(ValueError, match=r"K must be an integer in \[2, 2\^53\)"):
+        mse(1.0, 0.1, 0.01, 2**63)
+    assert mse(1.0, 0.1, 0.01, 2**40) > 0
+
+
+def test_fedtrain_imports_no_private_fedtheory_module():
+    """fedtrain uses fedtheory's public API only (issue 8: the shared validation is public, fedtheory.validation)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "fedtrain"
+    pattern = re.compile(r"fedtheory(\.\w+)*\._\w+|from fedtheory(\.\w+)* import .*\b_\w+")
+    bad = [f"{p.relative_to(root.parent)}:{i}: {line.strip()}" for p in sorted(root.rglob("*.py"))
+           for i, line in enumerate(p.read_text().splitlines(), 1)
+           if pattern.search(line) and ("import" in line or "fedtheory" in line)]
+    assert bad == [], "\n".join(bad)

@@ -64,3 +64,14 @@ class FederatedData:
     def metric(self) -> str:
         """The paper's test metric: mean squared error for regression, accuracy otherwise."""
         return "mse" if self.task == "regression" else "accuracy"
+
+    def summary(self) -> dict:
+        """What a result records about the data: name, real or stand-in, task, sizes, the file read and its
+        SHA-256 (``None`` for generated data) and the scalar provenance of ``info`` (split seed, τ, ...)."""
+        from fedtrain.encoding import encode
+
+        info = {k: v for k, v in self.info.items()
+                if isinstance(v, (str, int, float, bool, tuple)) and k not in ("file", "sha256")}
+        return {"name": self.name, "real": bool(self.real), "task": self.task, "num_silos": self.num_silos,
+                "dim": self.dim, "train_size": int(self.train_sizes.sum()), "test_size": int(self.test_sizes.sum()),
+                "file": self.info.get("file"), "sha256": self.info.get("sha256"), "info": encode(info)}

@@ -4,8 +4,9 @@ The real files are never downloaded by the code (no network at run time) and nev
 the repository.  A loader looks for ``<name>.mat`` in, in this order:
 
 1. an explicit ``path`` (a file) or ``data_dir`` (a folder) passed by the caller (the CLI's
-   ``--data-dir``);
-2. the folder named by the environment variable ``FEDBOOK_DATA_DIR``;
+   ``--data-dir``): when given, the file must be there, nothing else is searched (so a result never
+   silently comes from another copy than the one asked for);
+2. otherwise, the folder named by the environment variable ``FEDBOOK_DATA_DIR``;
 3. ``<repo>/data`` and ``<repo>/../shared/data`` (the checkout's sibling ``shared/`` folder, present
    on developer machines and in CI).
 
@@ -68,7 +69,8 @@ def find_data_file(
 ) -> Path:
     """Return the first existing candidate for ``filename``; raise :class:`DatasetNotFoundError` otherwise.
 
-    An explicit ``path`` is used as is (no search).  The error lists every location tried.
+    An explicit ``path`` is used as is and an explicit ``data_dir`` is the only folder searched (no
+    fall-back to the default locations).  The error lists every location tried.
     """
     if path is not None:
         p = Path(path).expanduser()
@@ -79,15 +81,19 @@ def find_data_file(
         return p
     stem = Path(filename).stem
     tried: list[Path] = []
-    for d in default_data_dirs(data_dir):
+    dirs = [Path(data_dir).expanduser()] if data_dir is not None else default_data_dirs()
+    for d in dirs:
         for cand in (d / filename, d / stem / filename):
             tried.append(cand)
             if cand.is_file():
                 return cand
     where = "\n  ".join(str(t) for t in tried)
     raise DatasetNotFoundError(
-        f"{filename} not found. Looked in:\n  {where}\n"
-        f"Pass a path or --data-dir, or set {DATA_DIR_ENV} to the folder holding it. {how_to_get}".rstrip()
+        (f"{filename} not found. Looked in:\n  {where}\n"
+        + (f"The folder given explicitly (data_dir / --data-dir) must hold the file; no other location is used "
+           f"(neither {DATA_DIR_ENV} nor the default folders). "
+           if data_dir is not None else
+           f"Pass a path or --data-dir, or set {DATA_DIR_ENV} to the folder holding it. ") + how_to_get).rstrip()
     )
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedtheory._validation import (
+from fedtheory.validation import (
     as_float_array,
     check_choice,
     check_integer_at_least,

@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from fedtheory._validation import check_integer_at_least, check_open_interval
+from fedtheory.validation import check_integer_at_least, check_open_interval
 from fedtrain.data.base import FederatedData
 from fedtrain.data.files import find_data_file, read_mat_silos, verify_checksum
 from fedtrain.data.split import split_and_standardize

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from fedtheory._validation import check_open_interval
+from fedtheory.validation import check_open_interval
 
 __all__ = ["split_silo", "standardize", "split_and_standardize"]
 

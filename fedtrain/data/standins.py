@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedtheory._validation import (
+from fedtheory.validation import (
     check_choice,
     check_integer_at_least,
     check_nonnegative,
@@ -30,44 +30,9 @@ from fedtheory._validation import (
 )
 from fedtrain.data.base import FederatedData
 from fedtrain.data.split import split_and_standardize
+from fedtrain.presets import STANDIN_PRESETS
 
 __all__ = ["STANDIN_PRESETS", "make_hierarchical_linear", "load_standin"]
-
-#: Structure of each real dataset and the stand-in's default heterogeneity (τ) and noise.
-#:
-#: K, d, the silo-size range and the split are the real dataset's (Table A1, App. C.1); only τ and the
-#: label noise are free.  They were chosen (once, on data seed 0 with training seeds 0 and 1, never per
-#: seed) so that the book's reduced grid (:data:`fedtrain.sweep.REDUCED`: 20 rounds, η = 0.01, the paper's
-#: App. C.4 batch, clip and δ) shows the qualitative results of the paper's Figs. 3 and 5:
-#:
-#: * ``vehicle``: τ = 0.5, noise = 0.5.  Before (τ = 0.5, noise = 0.2, 10 rounds, η = 0.1) local training beat
-#:   FedAvg without privacy and lost at ε = 0.5, but MR-MTL never beat both endpoints (best gain over
-#:   max(local, FedAvg): −0.10 at ε = 0.5, −0.003 at ε = 2, +0.001 without privacy).  Label noise 0.5
-#:   (logit noise std half the silo model's norm) makes the local estimates noisier, so pooling helps, and
-#:   η = 0.01 (the paper's Fig. 2 rate) keeps DP-SGD's stationary noise small.  Measured (accuracy, mean of
-#:   2 seeds): ε = 0.5 local 0.654, FedAvg 0.783, MR-MTL(λ*=10) 0.761; ε = 1: 0.751 / 0.794 / 0.793 (λ*=3);
-#:   ε = 2: 0.799 / 0.798 / 0.819 (λ*=1); non-private 0.832 / 0.799 / 0.835 (λ*=0.3).
-#: * ``gleam``: τ = 1.0, noise = 0.5 (GLEAM has fewer records per feature than Vehicle, ~550 training records
-#:   for d = 180, so it needs more heterogeneity before local training wins).  Before (noise 0.2, 10 rounds,
-#:   η = 0.1): gains −0.09 (ε = 0.5), −0.015 (ε = 2), +0.003 (non-private).  Now: ε = 1 local 0.636, FedAvg
-#:   0.714, MR-MTL(λ*=10) 0.701; ε = 2: 0.703 / 0.724 / 0.739 (λ*=3); ε = 4: 0.735 / 0.727 / 0.768 (λ*=3);
-#:   non-private 0.775 / 0.728 / 0.798 (λ*=1).
-#: * ``school``: τ = 0.6, noise = 0.1 (unchanged; the book uses the real School data).
-#:
-#: At the strongest privacy level MR-MTL stays below FedAvg with λ ≤ 30: under DP-SGD λ → ∞ does not recover
-#: FedAvg (each personal model keeps its own DP noise), the paper's "except in high-privacy regimes"
-#: (Fig. 3, Fig. A3 at ε ∈ {0.1, 0.2}).  The band where MR-MTL beats both endpoints sits at ε ≈ 1–2
-#: (Vehicle-like) and ε ≈ 2–4 (GLEAM-like) rather than the paper's 0.5 and 1.5: a stand-in reproduces the
-#: shape of the results, not the real data's ε scale.
-STANDIN_PRESETS: dict[str, dict] = {
-    "school": dict(task="regression", num_silos=139, dim=28, size_range=(22, 251), test_fraction=0.2,
-                   tau=0.6, noise=0.1, scale=0.15, intercept=0.3),
-    "vehicle": dict(task="binary", num_silos=23, dim=100, size_range=(872, 1933), test_fraction=0.25,
-                    tau=0.5, noise=0.5, scale=1.0, intercept=0.0),
-    "gleam": dict(task="binary", num_silos=38, dim=180, size_range=(699, 776), test_fraction=0.25,
-                  tau=1.0, noise=0.5, scale=1.0, intercept=0.0),
-}
-
 
 def make_hierarchical_linear(
     *,
@@ -143,7 +108,8 @@ def make_hierarchical_linear(
 
 
 def load_standin(like: str, *, seed: int = 0, **overrides) -> FederatedData:
-    """The stand-in for ``like`` in {'school', 'vehicle', 'gleam'} (presets in :data:`STANDIN_PRESETS`).
+    """The stand-in for ``like`` in {'school', 'vehicle', 'gleam'} (presets, and the log of how they were tuned, in
+    :data:`fedtrain.presets.STANDIN_PRESETS`).
 
     Keyword ``overrides`` replace preset values (e.g. ``tau=0.0``, ``num_silos=10``, ``test_fraction=0.5``).
     """

@@ -1,5 +1,8 @@
 """The federated methods of the MR-MTL paper, each a small class driving :class:`fedtrain.engine.Trainer`.
 
+Their metadata (name, label, colour, whether they use λ, options, class) lives in one registry,
+:mod:`fedtrain.methods.registry`, re-exported here:
+
 ==============  ==========================================================  =====================
 name            paper                                                       module
 ==============  ==========================================================  =====================
@@ -12,27 +15,37 @@ name            paper                                                       modu
 ``ifca``        IFCA with private selection (Ghosh et al.; App. D, Fig. 3)  :mod:`.ifca`
 ``ifca-mrmtl``  IFCA-preconditioned MR-MTL, Algorithm A2 (Fig. 6)           :mod:`.ifca`
 ==============  ==========================================================  =====================
+
+The classes (``Method``, ``Local``, ``FedAvg``, ...) are imported on first access, so that the
+registry (and configuration validation) does not import torch.
 """
 from __future__ import annotations
 
-from fedtrain.methods.base import Method
-from fedtrain.methods.baselines import FedAvg, Finetune, Local
-from fedtrain.methods.ditto import Ditto
-from fedtrain.methods.ifca import IFCA, IFCAMRMTL
-from fedtrain.methods.mocha import Mocha
-from fedtrain.methods.mrmtl import MRMTL
+import importlib
 
-__all__ = ["Method", "METHOD_CLASSES", "get_method"]
+from fedtrain.methods.registry import (
+    LAMBDA_METHODS,
+    METHOD_REGISTRY,
+    METHODS,
+    MethodSpec,
+    get_method,
+    method_spec,
+    option_params,
+    register_method,
+)
 
-METHOD_CLASSES: dict[str, type[Method]] = {
-    "local": Local, "fedavg": FedAvg, "finetune": Finetune, "mrmtl": MRMTL, "ditto": Ditto,
-    "mocha": Mocha, "ifca": IFCA, "ifca-mrmtl": IFCAMRMTL,
-}
+__all__ = ["Method", "METHOD_CLASSES", "METHOD_REGISTRY", "METHODS", "LAMBDA_METHODS", "MethodSpec", "get_method",
+           "method_spec", "option_params", "register_method"]
+
+_LAZY = {"Method": "fedtrain.methods.base", "Local": "fedtrain.methods.baselines",
+         "FedAvg": "fedtrain.methods.baselines", "Finetune": "fedtrain.methods.baselines",
+         "MRMTL": "fedtrain.methods.mrmtl", "Ditto": "fedtrain.methods.ditto", "Mocha": "fedtrain.methods.mocha",
+         "IFCA": "fedtrain.methods.ifca", "IFCAMRMTL": "fedtrain.methods.ifca"}
 
 
-def get_method(name: str) -> type[Method]:
-    """The class implementing method ``name`` (one of :data:`fedtrain.config.METHODS`)."""
-    try:
-        return METHOD_CLASSES[name]
-    except KeyError:
-        raise ValueError(f"method must be one of {', '.join(map(repr, METHOD_CLASSES))} (got {name!r})") from None
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    if name == "METHOD_CLASSES":  # name -> class, from the registry
+        return {m: s.cls for m, s in METHOD_REGISTRY.items()}
+    raise AttributeError(f"module 'fedtrain.methods' has no attribute {name!r}")

@@ -79,6 +79,16 @@ class IFCA(Method):
         return {"clusters": self.assign[i].cpu().numpy().tolist(), "selections": self.selections,
                 "select_eps": [float(e) for e in self.select_eps(i)]}
 
+    # -- checks before training -------------------------------------------------------------------------
+    @classmethod
+    def check_config(cls, config, data) -> None:
+        """``num_clusters <= K``; private IFCA composes in RDP, so the accountant must be ``rdp``."""
+        if config.num_clusters > data.num_silos:
+            raise ValueError(f"num_clusters must be <= the number of silos {data.num_silos} (got {config.num_clusters})")
+        if config.private and config.accountant != "rdp":
+            raise ValueError("IFCA composes DP-SGD with exponential-mechanism selections in RDP: "
+                             f"accountant must be 'rdp' for private IFCA (got {config.accountant!r})")
+
     # -- training -----------------------------------------------------------------------------------------
     def setup(self):
         tr = self.tr

@@ -1,0 +1,222 @@
+"""Statistics of training results: best hyper-parameters, curves, privacy tables, theory comparisons.
+
+Every function takes :class:`~fedtrain.engine.RunResult` objects (as returned by
+:func:`fedtrain.sweep.run_sweep` or :meth:`fedtrain.results.ResultsStore.rows`) or arrays, and returns
+plain numbers, arrays and dicts; the plots of :mod:`fedtrain.figures` draw them.  Runs that diverged
+(:attr:`RunResult.diverged`: a non-finite metric) are left out of every mean and counted in ``diverged``.
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fedtrain.config import RunConfig
+    from fedtrain.engine import RunResult
+
+__all__ = [
+    "lower_is_better",
+    "method_label",
+    "group_rows",
+    "seed_stats",
+    "best_lambda_table",
+    "best_by_label",
+    "best_lambda_by_eps",
+    "lambda_curve",
+    "curves_by_method",
+    "privacy_table",
+    "TheorySummary",
+    "theory_summary",
+    "paired_z",
+]
+
+
+def lower_is_better(metric: str) -> bool:
+    """MSE (School, regression) is better when lower; accuracy when higher."""
+    return metric == "mse"
+
+
+def method_label(config: "RunConfig | Mapping[str, Any]") -> str:
+    """Legend name of a run's method from the registry, e.g. ``IFCA (10% sel.)``, ``Finetune (50% FedAvg)``.
+
+    ``config`` is a :class:`~fedtrain.config.RunConfig` (or a mapping of its fields and options)."""
+    from fedtrain.config import RunConfig
+
+    if not isinstance(config, RunConfig):
+        config = RunConfig(**{"dataset": "-", **dict(config)})
+    return config.spec.label_for(config.options)
+
+
+def group_rows(rows: Iterable["RunResult"], by: Sequence[str]) -> "OrderedDict[tuple, list]":
+    """Results grouped by the values of config fields (or method options) ``by`` (insertion order kept)."""
+    out: "OrderedDict[tuple, list]" = OrderedDict()
+    for r in rows:
+        out.setdefault(tuple(getattr(r.config, b) for b in by), []).append(r)
+    return out
+
+
+def seed_stats(rs: Sequence["RunResult"]) -> tuple[float, float, int, int]:
+    """``(mean, std (ddof=1; 0 for one run), n averaged, n diverged)`` of the test metric over runs."""
+    v = np.array([r.test_metric for r in rs if not r.diverged], dtype=float)
+    div = len(rs) - len(v)
+    if len(v) == 0:
+        return math.nan, math.nan, 0, div
+    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0, len(v), div
+
+
+def _better(a: float, b: float, lower: bool) -> bool:
+    if math.isnan(b):
+        return not math.isnan(a)
+    return a < b if lower else a > b
+
+
+def best_lambda_table(rows: Iterable["RunResult"]) -> list[dict[str, Any]]:
+    """For each (method label, ε): the (λ, η) with the best mean over seeds, its mean, std, n and diverged.
+
+    This is the paper's "method(λ*)" in Fig. 3: hyper-parameters are picked on the test metric and the
+    tuning is not charged to privacy (as in the paper's Figs. 2-6; see the private-tuning chapter).
+    Diverged runs never count towards a mean; a (λ, η) whose every seed diverged is never the best.
+    """
+    rows = list(rows)
+    if not rows:
+        return []
+    lower = lower_is_better(rows[0].metric)
+    best: "OrderedDict[tuple, dict]" = OrderedDict()
+    by_label: "OrderedDict[tuple, list]" = OrderedDict()
+    for r in rows:
+        by_label.setdefault((method_label(r.config), float(r.config.eps)), []).append(r)
+    for (label, eps), rs in by_label.items():
+        for (lam, lr), grp in group_rows(rs, ("lam", "lr")).items():
+            mean, std, n, div = seed_stats(grp)
+            cur = best.get((label, eps))
+            if cur is None or _better(mean, cur["mean"], lower):
+                best[(label, eps)] = dict(label=label, method=grp[0].config.method, eps=eps, lam=float(lam),
+                                          lr=float(lr), mean=mean, std=std, n=n, diverged=div)
+    return list(best.values())
+
+
+def best_by_label(rows: Iterable["RunResult"]) -> dict[tuple, dict[str, Any]]:
+    """:func:`best_lambda_table` keyed by ``(method label, ε)`` (the lookup the empirical chapters assert on)."""
+    return {(t["label"], t["eps"]): t for t in best_lambda_table(rows)}
+
+
+def lambda_curve(rows: Iterable["RunResult"], eps: float, method: str = "mrmtl",
+                 lr: float | None = None) -> dict[str, np.ndarray]:
+    """Mean/std over seeds of ``method`` against λ at privacy level ``eps`` (best η per λ if ``lr`` is None)."""
+    rs = [r for r in rows if r.config.method == method and float(r.config.eps) == float(eps)
+          and (lr is None or r.config.lr == float(lr))]
+    if not rs:
+        raise ValueError(f"no rows for method={method!r}, eps={eps}" + ("" if lr is None else f", lr={lr}"))
+    lower = lower_is_better(rs[0].metric)
+    out = {}
+    for lam, grp in group_rows(rs, ("lam",)).items():
+        cands = [seed_stats(g) for g in group_rows(grp, ("lr",)).values()]
+        best = cands[0]
+        for c in cands[1:]:
+            if _better(c[0], best[0], lower):
+                best = c
+        out[float(lam[0])] = best
+    lams = np.array(sorted(out))
+    return {"lam": lams, "mean": np.array([out[l][0] for l in lams]), "std": np.array([out[l][1] for l in lams]),
+            "n": np.array([out[l][2] for l in lams])}
+
+
+def best_lambda_by_eps(rows: Iterable["RunResult"], eps_values: Sequence[float], *,
+                       method: str = "mrmtl") -> dict[float, dict[str, float]]:
+    """Per ε: ``method``'s best λ on :func:`lambda_curve` (argmin of the mean error, argmax of a score) with its
+    mean and std over seeds (Fig. 5's ★), as ``{eps: {"lam", "mean", "std"}}``."""
+    rows = list(rows)
+    out = {}
+    for eps in eps_values:
+        cur = lambda_curve(rows, eps, method=method)
+        lower = lower_is_better(next(r for r in rows if r.config.method == method).metric)
+        b = int(np.nanargmin(cur["mean"]) if lower else np.nanargmax(cur["mean"]))
+        out[float(eps)] = {"lam": float(cur["lam"][b]), "mean": float(cur["mean"][b]), "std": float(cur["std"][b])}
+    return out
+
+
+def curves_by_method(rows: Iterable["RunResult"]) -> "OrderedDict[tuple, dict]":
+    """Per (method label, ε): rounds and mean/std over seeds of the recorded test-metric curve
+    (diverged runs left out; ``n`` runs averaged, ``diverged`` left out)."""
+    out: "OrderedDict[tuple, dict]" = OrderedDict()
+    groups: "OrderedDict[tuple, list]" = OrderedDict()
+    for r in rows:
+        if r.curve is None:
+            raise ValueError("rows have no learning curve: run them with eval_every > 0")
+        groups.setdefault((method_label(r.config), float(r.config.eps)), []).append(r)
+    for key, rs in groups.items():
+        ok = [r for r in rs if not r.diverged]
+        curves = np.array([np.asarray(r.curve, dtype=float) for r in ok]).reshape(len(ok), -1)
+        out[key] = {"rounds": np.asarray(rs[0].curve_rounds), "mean": curves.mean(0),
+                    "std": curves.std(0, ddof=1) if len(ok) > 1 else np.zeros(curves.shape[1]),
+                    "method": rs[0].config.method, "n": len(ok), "diverged": len(rs) - len(ok)}
+    return out
+
+
+def privacy_table(rows: Iterable["RunResult"]) -> list[dict[str, Any]]:
+    """Per (method label, ε): the median over silos of the DP-SGD noise multiplier z_k, the number of DP-SGD
+    steps of the median silo, and the largest ε_k certified by the accountant (the privacy overhead of a
+    method shows as a larger z at the same ε: Ditto's second pass, IFCA's private selections)."""
+    out: "OrderedDict[tuple, dict]" = OrderedDict()
+    for r in rows:
+        key = (method_label(r.config), float(r.config.eps))
+        if key in out:
+            continue
+        z = np.asarray(r.noise_multipliers, dtype=float)
+        spent = np.asarray(r.eps_spent, dtype=float)
+        out[key] = {"label": key[0], "method": r.config.method, "eps": key[1], "z_median": float(np.median(z)),
+                    "steps_median": float(np.median(r.steps)), "eps_spent_max": float(spent.max()),
+                    "accountant": r.accountant}
+    return list(out.values())
+
+
+@dataclass(frozen=True)
+class TheorySummary:
+    """One privacy level of the theory-meets-training comparison.
+
+    ``s_loc``: σ_loc², the trained local (λ = 0) error, plugged into the closed forms; ``se0``: its standard
+    error; ``lam_star``: the closed form's λ* = σ_loc²/τ² (Thm 6.3); ``lam_trained``: the grid λ > 0 with the
+    smallest trained error."""
+
+    s_loc: float
+    se0: float
+    lam_star: float
+    lam_trained: float
+
+
+def theory_summary(trained: Mapping[float, Mapping[str, Any]], *, tau: float) -> dict[float, TheorySummary]:
+    """Per ε of :func:`fedtrain.sweep.gaussian_lambda_sweep`'s output: σ_loc² (trained λ = 0 error), the
+    closed-form λ* (:func:`fedtheory.mean_estimation.optimal_lambda`) and the best trained λ > 0."""
+    from fedtheory.mean_estimation import optimal_lambda
+
+    out = {}
+    for eps, t in trained.items():
+        lam = np.asarray(t["lam"], dtype=float)
+        if lam[0] != 0:
+            raise ValueError("trained['lam'] must start with 0 (local training gives σ_loc²)")
+        s_loc = float(t["mean"][0])
+        pos = lam > 0
+        b = int(np.argmin(np.asarray(t["mean"])[pos]))
+        out[eps] = TheorySummary(s_loc=s_loc, se0=float(t["se"][0]), lam_star=float(optimal_lambda(s_loc, tau**2)),
+                                 lam_trained=float(lam[pos][b]))
+    return out
+
+
+def paired_z(t: Mapping[str, Any], *, num_silos: int, tau: float) -> tuple[np.ndarray, float]:
+    """(trained − closed form)/SE at every λ > 0 and for FedAvg, paired per dataset: dataset s's closed form
+    (Lemma 6.7, :func:`fedtheory.mean_estimation.mse` / ``fedavg_mse``) uses its own σ_loc² = ``runs[0, s]``.
+
+    ``t`` is one ε of :func:`fedtrain.sweep.gaussian_lambda_sweep`'s output (``lam[0]`` must be 0)."""
+    from fedtheory.mean_estimation import fedavg_mse, mse
+
+    runs = np.asarray(t["runs"], dtype=float)
+    if float(t["lam"][0]) != 0 or runs.shape[1] < 2:
+        raise ValueError("t needs lam[0] = 0 and at least 2 datasets (runs.shape[1] >= 2)")
+    diff = runs[1:] - mse(np.asarray(t["lam"][1:], dtype=float)[:, None], runs[0][None, :], tau**2, num_silos)
+    fed = np.asarray(t["fedavg_runs"], dtype=float) - fedavg_mse(runs[0], tau**2, num_silos)
+    n = runs.shape[1]
+    return diff.mean(1) / (diff.std(1, ddof=1) / np.sqrt(n)), float(fed.mean() / (fed.std(ddof=1) / np.sqrt(n)))
