@@ -139,7 +139,8 @@ class RunConfig:
     accountant: str = param("rdp", kind="choice", choices=ACCOUNTANTS, help="privacy accountant")
     aggregation: str = param("weighted", kind="choice", choices=AGGREGATIONS,
                              help="server aggregation weights: n_k/sum(n) or 1/K")
-    model: str = param("linear", kind="choice", choices=MODELS, help="model")
+    model: str = param("linear", kind="choice", choices=MODELS,
+                       help="model: 'linear' (closed-form gradients) or 'mlp' (one tanh hidden layer of 32, torch.func)")
     eval_every: int = param(0, kind="int", low=0, help="record the test metric every that many rounds (0 = final only)")
     dataset_options: Mapping[str, Any] = param(default_factory=dict, kind="mapping",
                                                help="the dataset loader's options")
