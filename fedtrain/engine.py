@@ -303,7 +303,8 @@ class Trainer:
         """
         m_max = int(self.m.max())
         active_all = torch.as_tensor(np.arange(m_max)[:, None] < self.m[None, :], device=self.device)
-        lr = self.lr[:, None, None]
+        # η·[j < m_k] per step, (S,K,1): the same products as η·direction·mask (the mask is 0 or 1)
+        lr_steps = [self.lr[:, None, None] * active_all[j].to(self.dtype)[None, :, None] for j in range(m_max)]
         for _ in range(epochs):
             for j in range(m_max):
                 batch = self.batcher.sample(self.gens)
@@ -312,8 +313,7 @@ class Trainer:
                 direction, _ = dp_direction(self.model, self.loss, w, batch, clip=self.clip, noise=noise,
                                             noise_std=self.noise_std, denom=self.denom, prox=prox,
                                             prox_mode=self.cfg.prox_mode)
-                step = active_all[j].to(w.dtype)[None, :, None]
-                w = w - lr * direction * step
+                w = w - lr_steps[j] * direction
             self.steps_taken += self.m
         return w
 
