@@ -40,7 +40,7 @@ from fedtrain.results import DEFAULT_RESULTS_DIR, ResultsStore
 
 __all__ = ["main", "build_parser", "configs_from_args", "register_command", "LAMBDA_METHODS"]
 
-ADJACENCY = "add/remove-one record of the silo (silo-specific sample-level DP)"
+from fedtrain.ledger import ADJACENCY  # noqa: E402  (the notion every result is certified for)
 #: Fields with flags of their own (the data group) rather than generated ones.
 _DATA_FIELDS = ("dataset", "dataset_options")
 #: Extra flag names of some fields (plural forms used by sweeps).

@@ -3,7 +3,7 @@
 One DP-SGD step of silo ``k`` (Abadi et al. 2016; the paper's Sec. 3 and App. C.4):
 
 1. Poisson sampling: every training record of silo ``k`` enters the batch independently with
-   probability ``q_k`` (:func:`fedtrain.privacy.sample_rates`);
+   probability ``q_k`` (:func:`fedtrain.ledger.sample_rates`, the rate the ledger charges);
 2. per-example clipping of the gradient to L2 norm ``c`` (factor ``min(1, c/(‖g_i‖ + 1e-6))``, Opacus'),
    by the model's :meth:`~fedtrain.models.FunctionalModel.clipped_grad_sum` (closed form for the
    linear model, ``torch.func`` per-example gradients for any model; with a proximal term ``P`` in

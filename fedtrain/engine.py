@@ -2,8 +2,11 @@
 
 Every method of the MR-MTL paper (Sections 3–5, App. C–D) runs here at equal per-silo privacy
 budgets under *silo-specific sample-level DP*: each silo runs DP-SGD on its own records with a noise
-multiplier calibrated for its own (ε_k, δ_k), number of steps and Poisson sampling rate
-(:mod:`fedtrain.privacy`); everything the server does is post-processing.
+multiplier calibrated for its own (ε_k, δ_k), number of steps and Poisson sampling rate; everything
+the server does is post-processing.  Accounting (:mod:`fedtrain.ledger`): each method declares its
+privacy plan, the trainer appends every local pass (and IFCA's selections) to a per-silo ledger as
+it runs, a run whose ledger differs from its plan stops with ``LedgerMismatchError``, and
+``eps_spent`` is computed from the ledger.
 
 Vectorization: the parameters of all K silos — and of S configurations of a sweep (e.g. every
 λ × learning rate of one method) — are one tensor ``(S, K, D)`` (``D`` = the model's flat parameter
@@ -23,7 +26,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from fedtrain import privacy
+from fedtrain import ledger
 from fedtrain.config import RunConfig, default_delta, paper_defaults
 from fedtrain.data.base import FederatedData
 from fedtrain.dpsgd import PoissonBatcher, dp_direction, draw_noise
@@ -45,7 +48,9 @@ class RunResult:
     and leave it out of means.  Privacy:
     ``noise_multipliers[k]`` (z_k; 0 for a non-private silo), ``eps_spent[k]`` (ε certified by
     ``accountant`` for the steps actually taken, ≤ the target), ``delta[k]``, ``steps[k]`` (DP-SGD
-    steps run by silo k, all passes included).  ``curve`` holds the test metric after the rounds in
+    steps run by silo k, all passes included), ``adjacency`` (the neighbouring-dataset notion the
+    guarantee is for, :data:`fedtrain.ledger.ADJACENCY`), ``ledger`` (per silo: the sampling rates
+    charged, DP-SGD steps and private selections run).  ``curve`` holds the test metric after the rounds in
     ``curve_rounds`` when ``config.eval_every > 0``.  ``wall_time`` is seconds (for a config run in a
     batch of S by :func:`run_many`: the batch's time divided by S).  ``extras``: method-specific
     (IFCA: ``clusters``, ``selections``, ``select_eps``).  ``models``: the final
@@ -70,6 +75,8 @@ class RunResult:
     curve: np.ndarray | None = None
     extras: dict = field(default_factory=dict)
     models: np.ndarray | None = None
+    adjacency: str = ledger.ADJACENCY
+    ledger: dict = field(default_factory=dict)
     data: dict = field(default_factory=dict)
 
     @property
@@ -207,8 +214,8 @@ class Trainer:
                                  **(model_options or {}))
         self.D = self.model.num_params
         self.n = data.train_sizes
-        self.m = privacy.steps_per_epoch(self.n, cfg.batch_size)
-        q = privacy.sample_rates(self.n, cfg.batch_size)
+        self.m = ledger.steps_per_epoch(self.n, cfg.batch_size)
+        self.q = q = ledger.sample_rates(self.n, cfg.batch_size)  # the rate the ledger charges
         self.x, self.y = self._pad(data.train_x, data.train_y)
         self.xt, self.yt = self._pad(data.test_x, data.test_y)
         self.nt = data.test_sizes
@@ -218,7 +225,7 @@ class Trainer:
         self.train_mask = trmask.to(self.device, self.dtype)
         self.batcher = PoissonBatcher(self.x, self.y, torch.as_tensor(self.n, device=self.device),
                                       torch.as_tensor(q, device=self.device))
-        self.denom = torch.as_tensor(privacy.expected_batch_sizes(self.n, cfg.batch_size), device=self.device,
+        self.denom = torch.as_tensor(ledger.expected_batch_sizes(self.n, cfg.batch_size), device=self.device,
                                      dtype=self.dtype)
         w = self.n / self.n.sum() if cfg.aggregation == "weighted" else np.full(self.K, 1.0 / self.K)
         self.agg = torch.as_tensor(w, device=self.device, dtype=self.dtype)
@@ -241,7 +248,7 @@ class Trainer:
             g = torch.Generator(device=self.device)
             g.manual_seed(sd)
             self.gens.append(g)
-        self.steps_taken = np.zeros(self.K, dtype=np.int64)
+        self.ledger = ledger.SiloLedger(self.K)
         self.noise_multipliers = np.zeros((self.S, self.K))
         self.clip = torch.full((self.S, self.K), math.inf, device=self.device, dtype=self.dtype)
         self.noise_std = torch.zeros((self.S, self.K), device=self.device, dtype=self.dtype)
@@ -314,7 +321,7 @@ class Trainer:
                                             noise_std=self.noise_std, denom=self.denom, prox=prox,
                                             prox_mode=self.cfg.prox_mode)
                 w = w - lr_steps[j] * direction
-            self.steps_taken += self.m
+            self.ledger.record_dpsgd(self.m)  # the privacy ledger: what each silo actually ran
         return w
 
     def average(self, delta: torch.Tensor) -> torch.Tensor:
@@ -352,6 +359,7 @@ def _run_group(configs: list[RunConfig], data: FederatedData, progress: bool, ke
     configs = [configs[i] for i in order]
     trainer = Trainer(configs, data, model_options)
     method = get_method(trainer.cfg.method)(trainer)
+    trainer.ledger.plan = method.privacy_plan()
     z = np.stack([method.noise_multipliers(i) for i in range(trainer.S)])
     trainer.set_noise(z)
     method.setup()
@@ -373,10 +381,8 @@ def _run_group(configs: list[RunConfig], data: FederatedData, progress: bool, ke
     models = trainer.model.export(final).detach().cpu().numpy().astype(float) if keep_models else None
     weighted = trainer.weighted(silo).cpu().numpy()
     silo = silo.cpu().numpy()
-    expected = method.accounted_steps()
-    if not np.array_equal(trainer.steps_taken, expected):
-        raise RuntimeError(f"engine ran {trainer.steps_taken[:5]}… DP-SGD steps per silo but the accountant "
-                           f"charged {expected[:5]}…")
+    trainer.ledger.check_complete()  # LedgerMismatchError unless every silo ran exactly its plan
+    summary = trainer.ledger.summary(trainer.q)
     wall = (time.perf_counter() - t0) / trainer.S
     results = []
     for i, c in enumerate(configs):
@@ -384,11 +390,12 @@ def _run_group(configs: list[RunConfig], data: FederatedData, progress: bool, ke
             config=c, metric=trainer.loss.metric_name, test_metric=float(weighted[i]),
             silo_metrics=silo[i].astype(float), test_sizes=trainer.nt.copy(),
             noise_multipliers=trainer.noise_multipliers[i].copy(), eps_spent=method.spent_epsilons(i),
-            delta=trainer.delta[i].copy(), accountant=c.accountant, steps=trainer.steps_taken.copy(),
+            delta=trainer.delta[i].copy(), accountant=c.accountant, steps=trainer.ledger.dpsgd_steps.copy(),
             wall_time=wall,
             curve_rounds=np.array(curve_rounds, dtype=np.int64) if curve_rounds else None,
             curve=np.array([cv[i] for cv in curve], dtype=float) if curve_rounds else None,
-            extras=method.extras(i), models=None if models is None else models[i]))
+            extras=method.extras(i), models=None if models is None else models[i],
+            adjacency=ledger.ADJACENCY, ledger=dict(summary)))
     back = [None] * len(results)
     for pos, i in enumerate(order):
         back[i] = results[pos]

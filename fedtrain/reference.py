@@ -3,7 +3,7 @@
 It exists to check :mod:`fedtrain.engine` (tests/test_fedtrain_engine_reference.py) and to time it
 (benchmarks/bench_engine.py); it is slow (a Python loop over silos and steps, Opacus hooks).  It
 shares nothing with the engine except :class:`~fedtrain.config.RunConfig`, the data and the
-sampling convention of :mod:`fedtrain.privacy` (``q_k = min(B, n_k)/n_k``, ``m_k = max(1, ⌊n_k/B⌋)``
+sampling convention of :mod:`fedtrain.ledger` (``q_k = min(B, n_k)/n_k``, ``m_k = max(1, ⌊n_k/B⌋)``
 steps per epoch): the noise multiplier is calibrated by Opacus' own
 ``opacus.accountants.utils.get_noise_multiplier`` and the spent ε read from an Opacus accountant.
 
@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from fedtrain import privacy
+from fedtrain import ledger as privacy
 from fedtrain.config import RunConfig
 from fedtrain.data.base import FederatedData
 

@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# the on-disk calibration cache (fedtheory.privacy.calibration) of the test session: a fresh folder,
+# never the user's cache (subprocesses, e.g. CLI tests, inherit it)
+os.environ["FEDBOOK_CACHE_DIR"] = tempfile.mkdtemp(prefix="fedbook-test-cache-")
 
 try:  # torch is a dependency, but keep pure-theory tests usable without it
     import torch

@@ -24,7 +24,9 @@ import numpy as np
 
 from fedtheory._validation import (as_float_array, check_integer_at_least, check_nonnegative,
                                    check_open_interval, check_positive)
-from fedtheory.privacy.dpsgd import epsilon, noise_multiplier
+from fedtheory.privacy.accountants import get_accountant
+from fedtheory.privacy.calibration import calibrate
+from fedtheory.privacy.events import compose, dpsgd_event, selection_event
 from fedtheory.privacy.rdp import DEFAULT_ORDERS, _check_orders
 
 __all__ = [
@@ -57,10 +59,17 @@ def private_argmin(scores, eps: float, sensitivity: float, rng=None):
 
 
 def exponential_mechanism_rdp(orders, eps):
-    """RDP curve of one ε-DP exponential-mechanism selection: ``α ε² / 8`` (bounded range ⇒ ε²/8-zCDP)."""
+    """RDP curve of one ε-DP exponential-mechanism selection: ``α ε² / 8`` (bounded range ⇒ ε²/8-zCDP).
+
+    Evaluated from :func:`fedtheory.privacy.events.selection_event` (the one place a selection becomes
+    an RDP term) by the ``rdp`` accountant's curve.
+    """
+    from fedtheory.privacy.accountants import rdp_curve, simplify
+    from fedtheory.privacy.events import selection_event
+
     orders = _check_orders(orders)
     eps = float(check_nonnegative("eps", eps))
-    return orders * eps ** 2 / 8
+    return rdp_curve(simplify(selection_event(eps)), orders)
 
 
 def error_rate_sensitivity(n):
@@ -82,7 +91,8 @@ def ifca_budget_split(eps: float, delta: float, sample_rate: float, steps: int, 
     """DP-SGD noise multiplier so that DP-SGD plus IFCA's private selections meet a total ``(eps, delta)``.
 
     ``selection_eps`` defaults to the released code's ``0.03·eps`` per selection.  Composition is in RDP
-    over :data:`DEFAULT_ORDERS` (``extra_rdp`` = :func:`ifca_selection_rdp`), converted with Lemma A.2;
+    over :data:`DEFAULT_ORDERS` (the event ``dpsgd_event ∘ selection_event``, calibrated by
+    :func:`fedtheory.privacy.calibration.calibrate`), converted with Lemma A.2;
     add/remove-one adjacency.  Returns ``(noise_multiplier, total_eps_spent)`` with ``total ≤ eps``.
     Raises ``ValueError`` if the selections alone exhaust the budget.
     """
@@ -91,6 +101,8 @@ def ifca_budget_split(eps: float, delta: float, sample_rate: float, steps: int, 
     if accountant != "rdp":
         raise ValueError(f"accountant must be 'rdp' (composition with selections needs RDP; got {accountant!r})")
     sel = 0.03 * eps if selection_eps is None else float(check_positive("selection_eps", selection_eps))
-    extra = ifca_selection_rdp(num_selections, sel)
-    sigma = noise_multiplier(eps, delta, sample_rate, steps, "rdp", extra_rdp=extra)
-    return sigma, epsilon(sigma, delta, sample_rate, steps, "rdp", extra_rdp=extra)
+    k = int(check_integer_at_least("num_selections", num_selections, 0))
+    acc = get_accountant("rdp")
+    event = lambda z: compose(dpsgd_event(z, sample_rate, steps), selection_event(sel, k))  # noqa: E731
+    sigma = calibrate(event, eps, delta, "rdp")
+    return sigma, acc.epsilon(event(sigma), delta)

@@ -130,14 +130,16 @@ def analytic_gaussian_sigma(eps, delta, sensitivity=1.0):
 def rdp_gaussian_sigma(eps, delta, sensitivity=1.0):
     """σ of one Gaussian release calibrated by RDP over ``DEFAULT_ORDERS`` + Lemma A.2 (as MR-MTL's Fig. 7 code).
 
-    ``σ = Δ · noise_multiplier(eps, delta, sample_rate=1, steps=1)``; ε guaranteed ≤ target.  Vectorised.
+    ``σ = Δ · calibrate(GaussianDpEvent, eps, delta, "rdp")`` (:func:`fedtheory.privacy.calibration.calibrate`);
+    ε guaranteed ≤ target.  Vectorised.
     """
-    from fedtheory.privacy.dpsgd import noise_multiplier
+    from fedtheory.privacy.calibration import calibrate
+    from fedtheory.privacy.events import gaussian_event
 
     eps = check_positive("eps", eps)
     delta = check_open_interval("delta", delta, 0.0, 1.0)
     sensitivity = check_positive("sensitivity", sensitivity)
-    out = sensitivity * np.vectorize(lambda e, d: noise_multiplier(float(e), float(d), 1.0, 1))(eps, delta)
+    out = sensitivity * np.vectorize(lambda e, d: calibrate(gaussian_event, float(e), float(d), "rdp"))(eps, delta)
     return out.item() if np.ndim(out) == 0 else out
 
 

@@ -115,11 +115,12 @@ def total_noise_multiplier(S: int, R: int, sample_rate: float, target_eps: float
     For ``ddp``/``ddp_hbc``/``ldp`` this is σ_total of R·S Poisson-subsampled Gaussian steps; for
     ``naive`` it is the multiplier of the per-round Gaussian (sensitivity S·C) composed R times.
     """
-    from fedtheory.privacy.dpsgd import noise_multiplier
+    from fedtheory.privacy.calibration import calibrate
+    from fedtheory.privacy.events import dpsgd_event
 
     _, S, R, q = _check_common(2, S, R, sample_rate, calibration, accountant)
     qq, steps = _accounted_mechanism(S, R, q, calibration)
-    return float(noise_multiplier(target_eps, delta, qq, steps, accountant=accountant))
+    return float(calibrate(lambda z: dpsgd_event(z, qq, steps), target_eps, delta, accountant))
 
 
 def per_client_noise(M: int, S: int, R: int, sample_rate: float, target_eps: float, delta: float,

@@ -9,8 +9,9 @@ record of silo k's training set** (what the subsampled-Gaussian accountants cove
 Step count (follows the paper's released code, ``kenziyuliu/private-cross-silo-fl``): one local epoch
 is ``max(1, ⌊n_k/B⌋)`` DP-SGD steps, so a silo takes ``max(1, ⌊n_k/B⌋) · local_epochs · rounds`` steps,
 plus ``extra_steps`` (e.g. Ditto's second local pass).  The released code runs ``T+1`` rounds
-(indices ``0..T``): pass ``rounds=T+1`` to reproduce its budgets.  The training engine runs exactly
-:func:`silo_steps` steps per silo, so the accounting matches what is executed.  Because ``q_k`` and
+(indices ``0..T``): pass ``rounds=T+1`` to reproduce its budgets.  The training engine
+(:mod:`fedtrain.ledger`) records the steps each silo actually runs in a per-silo ledger and stops a
+run whose ledger differs from the plan its noise was calibrated for.  Because ``q_k`` and
 the step count differ across silos, silos with the same ``(ε, δ)`` but different ``n_k`` need
 different noise multipliers (MR-MTL Appendix A).
 """
@@ -21,7 +22,9 @@ from typing import Literal
 import numpy as np
 
 from fedtheory._validation import check_choice, check_integer_at_least, check_open_interval, check_positive
-from fedtheory.privacy.dpsgd import ACCOUNTANTS, epsilon, noise_multiplier
+from fedtheory.privacy.accountants import ACCOUNTANTS
+from fedtheory.privacy.calibration import calibrate
+from fedtheory.privacy.dpsgd import _check_common, epsilon, run_event
 
 __all__ = ["silo_steps", "silo_sample_rates", "silo_noise_multipliers", "silo_epsilons"]
 
@@ -62,14 +65,15 @@ def _broadcast(n, batch_size, rounds, local_epochs, extra_steps, **per_silo):
 
 def silo_noise_multipliers(eps, delta, n, batch_size: int, rounds: int, local_epochs: int = 1,
                            accountant: Literal["rdp", "pld", "prv"] = "rdp", extra_steps=0,
-                           extra_rdp=None) -> np.ndarray:
+                           extra_rdp=None, *, cache: bool = False) -> np.ndarray:
     """Per-silo DP-SGD noise multipliers meeting each silo's ``(ε_k, δ_k)`` (silo-specific sample-level DP).
 
     ``eps``, ``delta``, ``n`` and ``extra_steps`` broadcast per silo.  Each silo's σ_k is calibrated by
-    :func:`fedtheory.privacy.dpsgd.noise_multiplier` with ``q_k = min(1, B/n_k)`` and
-    ``silo_steps(n_k) + extra_steps_k`` steps, so its ε is guaranteed ≤ ε_k.  Silos sharing
-    ``(n_k, ε_k, δ_k, extra_steps_k)`` share one (cached) search.  ``extra_rdp`` (rdp only): one RDP
-    curve over ``DEFAULT_ORDERS`` added for every silo (e.g. IFCA's cluster selections).
+    :func:`fedtheory.privacy.calibration.calibrate` on the event of ``silo_steps(n_k) + extra_steps_k``
+    DP-SGD steps at ``q_k = min(1, B/n_k)``, so its ε is guaranteed ≤ ε_k.  Silos sharing
+    ``(n_k, ε_k, δ_k, extra_steps_k)`` share one search; each search is deterministic (a silo's σ does
+    not depend on the other silos).  ``extra_rdp`` (rdp only): one RDP curve over ``DEFAULT_ORDERS``
+    added for every silo (e.g. IFCA's cluster selections).  ``cache=True``: the on-disk calibration cache.
     """
     check_choice("accountant", accountant, ACCOUNTANTS)
     eps = check_positive("eps", eps)
@@ -77,8 +81,11 @@ def silo_noise_multipliers(eps, delta, n, batch_size: int, rounds: int, local_ep
     q, steps, a = _broadcast(n, batch_size, rounds, local_epochs, extra_steps, eps=eps, delta=delta)
     configs = np.stack([a["eps"], a["delta"], q, steps.astype(float)], axis=1)
     unique, inverse = np.unique(configs, axis=0, return_inverse=True)
-    # np.unique sorts by (eps, delta, q, steps): neighbouring configurations warm-start each other
-    sig = np.array([noise_multiplier(e, d, qq, int(t), accountant, extra_rdp) for e, d, qq, t in unique])
+    extra = None if extra_rdp is None else _check_common(0.5, 1.0, 0, accountant, extra_rdp)[3]
+    sig = np.array([0.0 if np.isinf(e) else
+                    calibrate(lambda z, qq=float(qq), t=int(t): run_event(z, qq, t, extra), float(e), float(d),
+                              accountant, cache=cache)
+                    for e, d, qq, t in unique])
     return sig[np.ravel(inverse)]
 
 

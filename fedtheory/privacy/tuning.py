@@ -433,30 +433,23 @@ def tuned_noise_multiplier(target_eps: float, delta: float, distribution: str, m
     """Smallest noise multiplier z (up to ``rtol``) such that the tuned procedure is (target_eps, δ)-DP.
 
     Same parameters as :func:`tuned_epsilon`.  ε(z) is non-increasing in z (every term of the bounds
-    is), so a bracket [lo, hi] with ε(lo) > target ≥ ε(hi) is refined by Brent's method on log z and the
-    returned z is a point at most ``rtol`` above the root whose ε is *verified* ≤ target, hence ``tuned_epsilon(result, ...) <= target_eps`` is guaranteed (and asserted).  Noise std of the
+    is), so :func:`fedtheory.privacy.calibration.calibrate` (bracketing, Brent on log z, one-sided stop;
+    deterministic) on the event ``z ↦ RdpCurveDpEvent(tuned curve)`` returns a point at most ``rtol``
+    above the root whose ε is *verified* ≤ target, hence ``tuned_epsilon(result, ...) <= target_eps`` is guaranteed (and asserted).  Noise std of the
     base mechanism = ``z × sensitivity`` (e.g. the clip bound c for MR-MTL's mean estimation).
     """
     target = float(check_positive("target_eps", target_eps))
     rtol = float(check_positive("rtol", rtol))
     f = lambda z: tuned_epsilon(z, delta, distribution, mean_runs, eta, mechanism=mechanism,  # noqa: E731
                                 sample_rate=sample_rate, steps=steps, orders=orders)
-    lo, hi = 0.25, 1.0
-    while f(hi) > target:
-        lo, hi = hi, hi * 2.0
-        if hi > 1e6:
-            raise ValueError(f"target_eps={target!r} needs a noise multiplier above 1e6; check the inputs")
-    while f(lo) <= target:
-        hi, lo = lo, lo / 2.0
-        if lo < 1e-4:
-            return hi
-    # Brent's method on log z inside the bracket [lo, hi] (f(lo) > target >= f(hi)) ...
-    u = optimize.brentq(lambda v: f(math.exp(v)) - target, math.log(lo), math.log(hi), xtol=rtol / 4)
-    # ... then step up to a point whose ε is verified to be <= target (ε is non-increasing in z).
-    z = min(hi, math.exp(u) * (1.0 + rtol))
-    while f(z) > target:
-        z = min(hi, z * (1.0 + rtol))
-    hi = z
+    # the one calibration of the book (fedtheory.privacy.calibration.calibrate) on the tuned RDP curve
+    from fedtheory.privacy.calibration import calibrate
+    from fedtheory.privacy.events import rdp_curve_event
+
+    o = _default_orders(mechanism) if orders is None else as_float_array("orders", orders).ravel()
+    event = lambda z: rdp_curve_event(o, tuned_rdp(o, base_rdp(z, mechanism=mechanism, sample_rate=sample_rate,  # noqa: E731
+                                                               steps=steps, orders=o), distribution, mean_runs, eta))
+    hi = calibrate(event, target, delta, "rdp", rtol=min(rtol, 1e-3))
     assert f(hi) <= target
     return hi
 

@@ -1,10 +1,10 @@
-"""Base class of the methods: privacy accounting per silo and the round interface."""
+"""Base class of the methods: the privacy plan per silo and the round interface."""
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from fedtrain import privacy
+from fedtrain import ledger
 
 __all__ = ["Method"]
 
@@ -16,9 +16,14 @@ class Method:
     model each silo is evaluated with, ``(S,K,D)``).  Parameters are flat (``(S,K,D)`` per silo,
     ``(S,D)`` on the server; :mod:`fedtrain.models`), so a method never looks at the model's shapes;
     ``self.tr.init_params()`` gives the model's initialization and ``self.tr.local_train`` the one
-    DP-SGD hot path every method uses.  Privacy: every silo runs
-    ``rounds·local_epochs·m_k`` DP-SGD steps plus ``extra_epochs_per_round·rounds·m_k`` (Ditto's
-    personal pass); the noise multiplier of silo k is calibrated for exactly these steps.
+    DP-SGD hot path every method uses.
+
+    Privacy: :meth:`privacy_plan` declares what every silo will run — by default
+    ``rounds·(local_epochs + extra_epochs_per_round)·m_k`` DP-SGD steps (``extra_epochs_per_round``:
+    Ditto's personal pass) and no selections; methods with private selections (IFCA) override
+    :meth:`privacy_plan` and :meth:`selection_eps`.  The engine calibrates the noise for the plan
+    (:func:`fedtrain.ledger.noise_multipliers`), records what actually runs in the trainer's
+    :class:`~fedtrain.ledger.SiloLedger`, stops if the two differ, and reports ε from the ledger.
     """
 
     extra_epochs_per_round = 0
@@ -28,22 +33,24 @@ class Method:
         self.cfg = trainer.cfg
 
     # -- accounting --------------------------------------------------------------------------------
-    def extra_steps(self) -> np.ndarray:
-        return self.tr.m * self.cfg.rounds * self.extra_epochs_per_round
-
-    def accounted_steps(self) -> np.ndarray:
+    def privacy_plan(self) -> ledger.PrivacyPlan:
+        """DP-SGD steps (and private selections) every silo will run; the same for all S configurations."""
         c = self.cfg
-        return privacy.silo_steps(self.tr.n, c.batch_size, c.rounds, c.local_epochs) + self.extra_steps()
+        return ledger.PrivacyPlan(self.tr.m * c.rounds * (c.local_epochs + self.extra_epochs_per_round))
+
+    def selection_eps(self, i: int) -> np.ndarray:
+        """Per-silo ε of one private selection of configuration ``i`` (0: the method makes none)."""
+        return np.zeros(self.tr.K)
 
     def noise_multipliers(self, i: int) -> np.ndarray:
         c, tr = self.tr.configs[i], self.tr
-        return privacy.noise_multipliers(tr.eps[i], tr.delta[i], tr.n, c.batch_size, c.rounds, c.local_epochs,
-                                         c.accountant, extra_steps=self.extra_steps())
+        return ledger.noise_multipliers(tr.ledger.plan, tr.eps[i], tr.delta[i], tr.q, c.accountant,
+                                        selection_eps=self.selection_eps(i))
 
     def spent_epsilons(self, i: int) -> np.ndarray:
         c, tr = self.tr.configs[i], self.tr
-        return privacy.spent_epsilons(tr.noise_multipliers[i], tr.delta[i], tr.n, c.batch_size, c.rounds,
-                                      c.local_epochs, c.accountant, extra_steps=self.extra_steps())
+        return ledger.spent_epsilons(tr.ledger, tr.noise_multipliers[i], tr.delta[i], tr.q, c.accountant,
+                                     selection_eps=self.selection_eps(i))
 
     def extras(self, i: int) -> dict:
         return {}

@@ -12,7 +12,8 @@ IFCA (Ghosh et al. 2020), as run in the paper (notes §2.2, §3.2, §3.3):
   assignments are frozen;
 * per-round selection budget ``ε_sel,k = select_eps_frac·ε_k`` (paper: 0.03); each selection is
   ``ε_sel²/8``-zCDP (bounded range) and is composed with DP-SGD in RDP; DP-SGD's noise multiplier is
-  re-solved so that the total meets ε_k (:func:`fedtrain.privacy.ifca_noise_multipliers`);
+  re-solved so that the total meets ε_k: the privacy plan declares ``T_sel`` selections per silo, the
+  ledger records each one where it happens (:meth:`IFCA.select`), see :mod:`fedtrain.ledger`;
 * every round each silo trains its cluster's model for ``local_epochs`` and the server averages the
   updates within each cluster (weights a_k renormalized over the members; an empty cluster keeps its
   model).  Silos are evaluated with their cluster's model.
@@ -29,7 +30,7 @@ import math
 import numpy as np
 import torch
 
-from fedtrain import privacy
+from fedtrain import ledger
 from fedtrain.methods.base import Method
 
 __all__ = ["IFCA", "IFCAMRMTL", "private_argmin"]
@@ -62,22 +63,18 @@ class IFCA(Method):
     def selections(self) -> int:
         return max(1, int(self.cfg.select_frac * self.cfg.rounds))
 
-    def select_eps(self, i: int) -> np.ndarray:
+    def selection_eps(self, i: int) -> np.ndarray:
+        """ε_sel,k = ``select_eps_frac``·ε_k of configuration ``i`` (∞ for a non-private silo)."""
         return self.tr.configs[i].select_eps_frac * self.tr.eps[i]
 
-    def noise_multipliers(self, i):
-        c, tr = self.tr.configs[i], self.tr
-        return privacy.ifca_noise_multipliers(tr.eps[i], tr.delta[i], tr.n, c.batch_size, c.rounds, c.local_epochs,
-                                              self.selections, self.select_eps(i))
-
-    def spent_epsilons(self, i):
-        c, tr = self.tr.configs[i], self.tr
-        return privacy.ifca_spent_epsilons(tr.noise_multipliers[i], tr.delta[i], tr.n, c.batch_size, c.rounds,
-                                           c.local_epochs, self.selections, self.select_eps(i))
+    def privacy_plan(self) -> ledger.PrivacyPlan:
+        """DP-SGD steps as every method, plus ``selections`` exponential-mechanism selections per silo."""
+        base = super().privacy_plan()
+        return ledger.PrivacyPlan(base.dpsgd_steps, np.full(self.tr.K, self.selections))
 
     def extras(self, i):
         return {"clusters": self.assign[i].cpu().numpy().tolist(), "selections": self.selections,
-                "select_eps": [float(e) for e in self.select_eps(i)]}
+                "select_eps": [float(e) for e in self.selection_eps(i)]}
 
     # -- checks before training -------------------------------------------------------------------------
     @classmethod
@@ -98,7 +95,7 @@ class IFCA(Method):
         self.assign = torch.zeros((tr.S, tr.K), dtype=torch.long, device=tr.device)
         bound = tr.loss.score_bound(self.cfg.ifca_loss_clip)
         sens = bound / np.maximum(tr.n - 1, 1)
-        eps_sel = np.stack([self.select_eps(i) for i in range(tr.S)])
+        eps_sel = np.stack([self.selection_eps(i) for i in range(tr.S)])
         with np.errstate(divide="ignore"):
             scale = np.where(np.isfinite(eps_sel), 2.0 * sens[None, :] / eps_sel, 0.0)
         self.scale = torch.as_tensor(scale, device=tr.device, dtype=torch.float64)
@@ -114,9 +111,14 @@ class IFCA(Method):
         den = torch.einsum("skg,k->sg", one_hot, self.tr.agg)
         self.centers = self.centers + num / den.clamp(min=1e-30)[..., None]
 
+    def select(self) -> None:
+        """Every silo privately picks a centre (exponential mechanism at ε_sel,k); recorded in the ledger."""
+        self.assign = private_argmin(self.tr.train_scores(self.centers), self.scale, self.tr.gens)
+        self.tr.ledger.record_selections(1)
+
     def round(self, t):
         if t < self.selections:
-            self.assign = private_argmin(self.tr.train_scores(self.centers), self.scale, self.tr.gens)
+            self.select()
         start = self.gather()
         new = self.tr.local_train(start, self.cfg.local_epochs)
         self.update_centers(new - start)

@@ -1,0 +1,245 @@
+"""One calibration for every caller: the noise multiplier that meets a target ε, and its on-disk cache.
+
+:func:`calibrate` ``(event_of_noise, target_eps, delta, accountant)`` takes a map ``z ↦ DpEvent``
+(:mod:`fedtheory.privacy.events`; ε must be non-increasing in z) and returns the z, within ``rtol``
+(default 0.1 %) above the smallest one, whose ε — computed by the named accountant
+(:mod:`fedtheory.privacy.accountants`) — is **certified ≤ target**; in practice ε ≥ 0.99·target.
+DP-SGD, per-silo DP-SGD, IFCA (DP-SGD + selections), hyperparameter tuning, secure aggregation and
+the Gaussian mechanism all calibrate through it.
+
+**Deterministic.**  The search starts from the same point for the same inputs (no warm start from an
+earlier calibration), so the result is a function of its arguments alone: the same bits in a fresh
+process, after other calibrations, inside a sweep or alone.  Results are memoised in the process
+(a pure cache) and, with ``cache=True``, on disk:
+
+**On-disk cache** (``cache=True``; fedtrain's runs use it).  One JSON file per calibration in
+``$FEDBOOK_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/fedbook/calibration``, else
+``~/.cache/fedbook/calibration``; ``FEDBOOK_CACHE_DIR=off`` disables it.  The key is the accountant,
+target, δ, ``rtol``, the library versions that compute ε and the events at two probe noise values
+(z = 1 and z = 3), which pin down the map z ↦ event for every caller here (noise parameters
+proportional to z, or a fixed family of curves).  Files are written to a temporary name and renamed
+(atomic: concurrent writers of one key write the same bits, the last rename wins); an unreadable,
+corrupt or mismatched file is ignored and rewritten.  A cached value is the float the search
+returned (JSON keeps float64 exactly), so cached and uncached runs are bit-identical.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Callable
+
+from scipy import optimize
+
+from fedtheory._validation import check_open_interval, check_positive
+from fedtheory.privacy.accountants import ACCOUNTANTS, get_accountant
+from fedtheory.privacy.events import DpEvent, event_key
+
+__all__ = ["calibrate", "cache_dir", "CALIBRATION_VERSION", "Z_MAX"]
+
+#: Bumped whenever the search or the accountants change the numbers they return (invalidates the disk cache).
+CALIBRATION_VERSION = 1
+#: Largest noise multiplier the search tries; a target that needs more is reported unattainable.
+Z_MAX = 1e6
+_Z_MIN = 1e-3
+_MEMO: dict[tuple, float] = {}
+
+
+# ----------------------------------------------------------------------------------------------------
+# the search
+# ----------------------------------------------------------------------------------------------------
+def _search(eps_fn: Callable[[float], float], target: float, rtol: float) -> float:
+    """z with eps_fn(z) ≤ target, at most ``rtol`` (relative) above the root of eps_fn(z) = target.
+
+    Deterministic: secant steps on (log z, log ε) from z = 1 (ε is close to a power of z), then the
+    tightest certified bracket of the points evaluated so far, widened if needed and refined by
+    Brent's method on log z, with a one-sided stop (only a z whose ε is certified ≤ target is returned).
+    """
+    seen: dict[float, float] = {}
+
+    def f(z: float) -> float:
+        if z not in seen:
+            seen[z] = eps_fn(z)
+        return seen[z]
+
+    def bracket():
+        lo = max((z for z, e in seen.items() if e > target), default=None)
+        hi = min((z for z, e in seen.items() if e <= target), default=None)
+        return lo, hi
+
+    lt = math.log(target)
+    z, e, zp, ep = 1.0, f(1.0), None, None
+    for _ in range(8):  # secant steps in log-log
+        if not 0 < e < math.inf:
+            break
+        slope = -1.0 if zp is None else (math.log(e) - math.log(ep)) / (math.log(z) - math.log(zp))
+        if not slope < 0:
+            break
+        log_step = min(max((lt - math.log(e)) / slope, -math.log(100)), math.log(100))
+        znew = min(max(z * math.exp(log_step), _Z_MIN), Z_MAX)
+        zp, ep, z = z, e, znew
+        e = f(z)
+        if abs(math.log(z / zp)) < rtol / 4:
+            break
+    # probe a bracket of relative width rtol just above the secant's estimate
+    lo, hi = bracket()
+    if lo is None or hi is None or hi / lo - 1 > rtol:
+        top = z * (1 + rtol / 3)
+        if f(top) <= target:
+            f(top / (1 + rtol))
+    lo, hi = bracket()
+    d = 4 * rtol
+    while hi is None:  # walk up until certified
+        z = min(lo * (1 + d), Z_MAX)
+        d *= 2
+        if f(z) > target and z >= Z_MAX:
+            raise ValueError(f"target eps={target!r} is unattainable: even noise_multiplier={Z_MAX:g} gives "
+                             f"eps={f(Z_MAX):.4g} (the finite RDP order grid, or the parts of the mechanism that "
+                             "do not depend on the noise, already cost more)")
+        lo, hi = bracket()
+    while lo is None:  # walk down until not certified
+        z = hi / (1 + d)
+        d *= 2
+        if z < _Z_MIN:
+            return hi
+        f(z)
+        lo, hi = bracket()
+    if hi <= lo or hi / lo - 1 <= rtol:  # (hi <= lo only if eps_fn were not monotone: hi is certified anyway)
+        return hi
+    g = lambda s: math.log(max(f(math.exp(s)), 1e-300)) - lt  # noqa: E731
+    root = math.exp(optimize.brentq(g, math.log(lo), math.log(hi), xtol=rtol / 4))
+    z = min(root * (1 + rtol / 2), hi)
+    while f(z) > target:  # one-sided stop
+        z = min(z * (1 + rtol / 2), hi)
+    return z
+
+
+def _solve(event_of_noise, target: float, delta: float, accountant: str, rtol: float) -> float:
+    acc = get_accountant(accountant)
+    e1, e3 = event_of_noise(1.0), event_of_noise(3.0)
+    if e1 == e3:  # the event does not depend on the noise (e.g. zero DP-SGD steps)
+        spent = acc.epsilon(e1, delta)
+        if spent > target:
+            raise ValueError(f"target eps={target!r} is below the eps={spent:.4g} that the noise-free part of the "
+                             "mechanism already spends")
+        return 0.0
+    z = _search(acc.eps_function(event_of_noise, delta), target, rtol)
+    full = acc.epsilon(event_of_noise(z), delta)
+    if full > target:  # pragma: no cover - impossible by construction (window ε ≥ full-grid ε)
+        raise RuntimeError(f"calibration failed to certify eps <= target ({full!r} > {target!r})")
+    return z
+
+
+# ----------------------------------------------------------------------------------------------------
+# the disk cache
+# ----------------------------------------------------------------------------------------------------
+def cache_dir() -> Path | None:
+    """Folder of the calibration cache (see the module docstring), or ``None`` when disabled."""
+    env = os.environ.get("FEDBOOK_CACHE_DIR")
+    if env is not None:
+        return None if env.strip().lower() in ("", "off", "0", "none") else Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "fedbook" / "calibration"
+
+
+def _versions(accountant: str) -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"calibration": CALIBRATION_VERSION}
+    for pkg in {"pld": ("dp-accounting",), "prv": ("opacus",)}.get(accountant, ()):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:  # pragma: no cover
+            out[pkg] = "unknown"
+    return out
+
+
+def _key(event_of_noise, target, delta, accountant, rtol) -> dict:
+    return {"versions": _versions(accountant), "accountant": accountant, "target_eps": repr(target),
+            "delta": repr(delta), "rtol": repr(rtol),
+            "event_at_z1": event_key(event_of_noise(1.0)), "event_at_z3": event_key(event_of_noise(3.0))}
+
+
+def _path(folder: Path, key: dict) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+    return folder / f"{digest[:40]}.json"
+
+
+def _read(path: Path, key: dict) -> float | None:
+    try:
+        obj = json.loads(path.read_text())
+        z = obj["noise_multiplier"]
+        if obj["key"] != key or not isinstance(z, float) or not (z >= 0 and math.isfinite(z)):
+            return None
+        return z
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # missing, unreadable or corrupt: recompute and rewrite
+
+
+def _write(path: Path, key: dict, z: float) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump({"key": key, "noise_multiplier": z}, fh, sort_keys=True)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError as exc:
+        warnings.warn(f"calibration cache: could not write {path} ({exc}); continuing without caching "
+                      "(set FEDBOOK_CACHE_DIR to a writable folder, or FEDBOOK_CACHE_DIR=off)", RuntimeWarning,
+                      stacklevel=3)
+
+
+# ----------------------------------------------------------------------------------------------------
+# public entry point
+# ----------------------------------------------------------------------------------------------------
+def calibrate(event_of_noise: Callable[[float], DpEvent], target_eps: float, delta: float,
+              accountant: str = "rdp", *, rtol: float = 1e-3, cache: bool = False) -> float:
+    """Noise multiplier z with ``accountant``'s ε of ``event_of_noise(z)`` at ``delta`` certified ≤ ``target_eps``.
+
+    ``event_of_noise``: ``z ↦ DpEvent`` whose ε is non-increasing in z (more noise, less privacy
+    loss).  The returned z is at most ``rtol`` (relative) above the smallest such z, found by a
+    bracketing search and Brent's method on log z with a one-sided stop (never a fit): the same inputs
+    give the same bits whatever ran before.  ``target_eps=inf`` → 0 (no noise); an event that does not
+    depend on z → 0 if its ε fits the target.  ``cache=True`` reads and writes the on-disk cache
+    (module docstring).  Raises ``ValueError`` for invalid arguments and unattainable targets.
+    Adjacency: add/remove-one record (that of the events).
+    """
+    if not callable(event_of_noise):
+        raise ValueError(f"event_of_noise must be a callable z -> DpEvent (got {type(event_of_noise).__name__})")
+    target = float(check_positive("target_eps", target_eps))
+    delta = float(check_open_interval("delta", delta, 0.0, 1.0))
+    rtol = float(check_positive("rtol", rtol))
+    if rtol > 1e-3:
+        raise ValueError(f"rtol must be <= 1e-3 so that the certified eps stays >= 0.99*target (got {rtol!r})")
+    get_accountant(accountant)
+    if math.isinf(target):
+        return 0.0
+    key = _key(event_of_noise, target, delta, accountant, rtol)
+    memo_key = json.dumps(key, sort_keys=True)
+    if memo_key in _MEMO:
+        return _MEMO[memo_key]
+    folder = cache_dir() if cache else None
+    path = _path(folder, key) if folder is not None else None
+    z = _read(path, key) if path is not None else None
+    if z is None:
+        z = float(_solve(event_of_noise, target, delta, accountant, rtol))
+        if path is not None:
+            _write(path, key, z)
+    if len(_MEMO) > 100_000:
+        _MEMO.clear()
+    _MEMO[memo_key] = z
+    return z
+
+
+assert ACCOUNTANTS == ("rdp", "pld", "prv")

@@ -1,0 +1,221 @@
+"""The per-silo privacy ledger of the training engine (silo-specific sample-level DP, MR-MTL paper Sec. 3).
+
+Each method declares its **privacy plan** (:class:`PrivacyPlan`): how many DP-SGD steps every silo
+will run and how many private selections it will make.  The noise multipliers are calibrated for the
+plan, the engine appends to the :class:`SiloLedger` as steps *actually run* (``Trainer.local_train``)
+and as selections actually happen (IFCA), and ``eps_spent`` is computed from the ledger.  A silo that
+runs more than its plan stops the run at once; a run whose final ledger differs from its plan stops
+with :class:`LedgerMismatchError` before any result is returned.
+
+What silo ``k`` runs, as ``dp_accounting`` events (:mod:`fedtheory.privacy.events`)::
+
+    ComposedDpEvent([SelfComposedDpEvent(PoissonSampledDpEvent(q_k, GaussianDpEvent(z_k)), T_k),
+                     ZCDpEvent(rho = S_k · ε_sel,k² / 8)])        # S_k exponential-mechanism selections
+
+Sampling convention (paper's code, notes §2.3; Opacus' Poisson sampler):
+
+* silo ``k`` samples every record independently with probability ``q_k = min(B, n_k) / n_k``;
+* one local epoch is ``m_k = max(1, floor(n_k / B))`` such steps (the released code's ``floor(n_k/B)``,
+  with at least one step for silos smaller than a batch);
+* the clipped-and-noised gradient sum is divided by the *expected* batch size ``q_k·n_k``.
+
+Accountant: ``rdp`` / ``pld`` / ``prv`` (:mod:`fedtheory.privacy.accountants`); selections compose in
+RDP only.  Adjacency: :data:`ADJACENCY`.  Calibration: :func:`fedtheory.privacy.calibration.calibrate`
+(deterministic; each distinct silo configuration once; the on-disk cache is on, so repeated runs and
+sweeps skip it).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fedtheory.validation import check_integer_at_least
+from fedtheory.privacy.accountants import get_accountant
+from fedtheory.privacy.calibration import calibrate
+from fedtheory.privacy.events import DpEvent, compose, dpsgd_event, selection_event
+
+__all__ = [
+    "ADJACENCY", "PrivacyPlan", "SiloLedger", "LedgerMismatchError",
+    "sample_rates", "steps_per_epoch", "expected_batch_sizes", "silo_event",
+    "noise_multipliers", "spent_epsilons",
+]
+
+#: The adjacency notion of every result of the engine.
+ADJACENCY = "add/remove-one record of a silo's training set (silo-specific sample-level DP)"
+
+
+class LedgerMismatchError(RuntimeError):
+    """The steps or selections a run executed differ from those its noise was calibrated for."""
+
+
+# --------------------------------------------------------------------------------------------------
+# the sampling convention
+# --------------------------------------------------------------------------------------------------
+def sample_rates(n, batch_size: int) -> np.ndarray:
+    """Poisson sampling rate per silo, ``q_k = min(1, B / n_k)`` (what the ledger charges)."""
+    n = np.atleast_1d(np.asarray(check_integer_at_least("n", n, 1), dtype=np.int64))
+    b = int(check_integer_at_least("batch_size", batch_size, 1))
+    return np.minimum(1.0, b / n)
+
+
+def steps_per_epoch(n, batch_size: int) -> np.ndarray:
+    """DP-SGD steps in one local epoch, ``m_k = max(1, floor(n_k / B))``."""
+    n = np.atleast_1d(np.asarray(check_integer_at_least("n", n, 1), dtype=np.int64))
+    return np.maximum(1, n // int(check_integer_at_least("batch_size", batch_size, 1)))
+
+
+def expected_batch_sizes(n, batch_size: int) -> np.ndarray:
+    """Expected Poisson batch size ``q_k n_k = min(B, n_k)`` (the divisor of the noisy gradient sum)."""
+    n = np.atleast_1d(np.asarray(check_integer_at_least("n", n, 1), dtype=np.int64))
+    return np.minimum(int(batch_size), n).astype(float)
+
+
+# --------------------------------------------------------------------------------------------------
+# plan and ledger
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PrivacyPlan:
+    """What each of K silos will run: ``dpsgd_steps (K,)`` and ``selections (K,)`` (private selections)."""
+
+    dpsgd_steps: np.ndarray
+    selections: np.ndarray = None  # type: ignore[assignment]
+
+    def __post_init__(self):
+        steps = np.atleast_1d(np.asarray(check_integer_at_least("dpsgd_steps", self.dpsgd_steps, 0), dtype=np.int64))
+        sel = np.zeros_like(steps) if self.selections is None else np.broadcast_to(
+            np.asarray(check_integer_at_least("selections", self.selections, 0), dtype=np.int64), steps.shape).copy()
+        object.__setattr__(self, "dpsgd_steps", steps)
+        object.__setattr__(self, "selections", sel)
+
+    def events(self, z, q, selection_eps=0.0) -> list[DpEvent]:
+        """The plan as one DpEvent per silo (:func:`silo_event`) at noise multipliers ``z``."""
+        return _events(self.dpsgd_steps, self.selections, z, q, selection_eps)
+
+
+@dataclass
+class SiloLedger:
+    """What each of K silos has actually run; checked against ``plan`` (if set) at every append."""
+
+    num_silos: int
+    plan: PrivacyPlan | None = None
+    dpsgd_steps: np.ndarray = field(init=False)
+    selections: np.ndarray = field(init=False)
+
+    def __post_init__(self):
+        self.dpsgd_steps = np.zeros(self.num_silos, dtype=np.int64)
+        self.selections = np.zeros(self.num_silos, dtype=np.int64)
+
+    def _check_not_over(self, what: str) -> None:
+        if self.plan is None:
+            return
+        for name, done, planned in (("DP-SGD steps", self.dpsgd_steps, self.plan.dpsgd_steps),
+                                    ("selections", self.selections, self.plan.selections)):
+            over = np.flatnonzero(done > planned)
+            if over.size:
+                k = int(over[0])
+                raise LedgerMismatchError(
+                    f"privacy ledger: silo {k} ran {int(done[k])} {name} after {what} but its noise was calibrated "
+                    f"for {int(planned[k])}; stopping (the run would exceed the silo's privacy budget)")
+
+    def record_dpsgd(self, steps) -> None:
+        """Append one local pass: silo k ran ``steps[k]`` DP-SGD steps."""
+        self.dpsgd_steps = self.dpsgd_steps + np.asarray(steps, dtype=np.int64)
+        self._check_not_over("a local pass")
+
+    def record_selections(self, count=1) -> None:
+        """Append private selections: silo k made ``count[k]`` (or ``count``) exponential-mechanism selections."""
+        self.selections = self.selections + np.broadcast_to(np.asarray(count, dtype=np.int64), (self.num_silos,))
+        self._check_not_over("a private selection")
+
+    def check_complete(self) -> None:
+        """Raise :class:`LedgerMismatchError` unless every silo ran exactly its plan."""
+        if self.plan is None:
+            raise LedgerMismatchError("privacy ledger: no plan was declared for this run")
+        for name, done, planned in (("DP-SGD steps", self.dpsgd_steps, self.plan.dpsgd_steps),
+                                    ("selections", self.selections, self.plan.selections)):
+            bad = np.flatnonzero(done != planned)
+            if bad.size:
+                k = int(bad[0])
+                raise LedgerMismatchError(
+                    f"privacy ledger differs from the plan: silo {k} ran {int(done[k])} {name}, the noise was "
+                    f"calibrated for {int(planned[k])} ({bad.size} silo(s) differ)")
+
+    def events(self, z, q, selection_eps=0.0) -> list[DpEvent]:
+        """What ran, as one DpEvent per silo (:func:`silo_event`) at noise multipliers ``z``."""
+        return _events(self.dpsgd_steps, self.selections, z, q, selection_eps)
+
+    def summary(self, q: np.ndarray) -> dict:
+        """JSON-safe per-silo record: sampling rates charged, DP-SGD steps and selections run."""
+        return {"sample_rates": [float(v) for v in q], "dpsgd_steps": [int(v) for v in self.dpsgd_steps],
+                "selections": [int(v) for v in self.selections]}
+
+
+# --------------------------------------------------------------------------------------------------
+# events, calibration and ε spent
+# --------------------------------------------------------------------------------------------------
+def silo_event(noise_multiplier: float, sample_rate: float, dpsgd_steps: int, selections: int = 0,
+               selection_eps: float = 0.0) -> DpEvent:
+    """The DpEvent of one silo: ``dpsgd_steps`` DP-SGD steps composed with ``selections`` ε_sel-selections."""
+    return compose(dpsgd_event(noise_multiplier, sample_rate, int(dpsgd_steps)),
+                   selection_event(selection_eps, int(selections)))
+
+
+def _events(steps, selections, z, q, selection_eps) -> list[DpEvent]:
+    k = len(steps)
+    z, q, se = _per_silo("z", z, k), _per_silo("q", q, k), _per_silo("selection_eps", selection_eps, k)
+    return [silo_event(z[i], q[i], steps[i], selections[i], se[i]) for i in range(k)]
+
+
+def _per_silo(name: str, value, k: int) -> np.ndarray:
+    arr = np.atleast_1d(np.asarray(value, dtype=float))
+    if arr.size == 1:
+        arr = np.full(k, arr.item())
+    if arr.shape != (k,):
+        raise ValueError(f"{name} must be a scalar or hold one value per silo ({k} silos; got {arr.size})")
+    return arr
+
+
+def noise_multipliers(plan: PrivacyPlan, eps, delta, q, accountant: str, selection_eps=0.0,
+                      cache: bool = True) -> np.ndarray:
+    """Per-silo noise multiplier z_k whose silo event meets ``(eps_k, delta_k)``; 0 where ``eps_k = inf``.
+
+    Each distinct ``(q_k, steps_k, selections_k, ε_sel,k, ε_k, δ_k)`` is calibrated once by
+    :func:`fedtheory.privacy.calibration.calibrate` (deterministic; ``cache``: the on-disk cache).
+    """
+    k = plan.dpsgd_steps.size
+    eps, delta, q = _per_silo("eps", eps, k), _per_silo("delta", delta, k), _per_silo("q", q, k)
+    sel_eps = _per_silo("selection_eps", selection_eps, k)
+    out = np.zeros(k)
+    rows = {}
+    for i in range(k):
+        if math.isinf(eps[i]):
+            continue
+        key = (float(q[i]), int(plan.dpsgd_steps[i]), int(plan.selections[i]), float(sel_eps[i]), float(eps[i]),
+               float(delta[i]))
+        if key not in rows:
+            qq, t, s, se, e, d = key
+            rows[key] = calibrate(lambda z, qq=qq, t=t, s=s, se=se: silo_event(z, qq, t, s, se), e, d, accountant,
+                                  cache=cache)
+        out[i] = rows[key]
+    return out
+
+
+def spent_epsilons(ledger: SiloLedger, z, delta, q, accountant: str, selection_eps=0.0) -> np.ndarray:
+    """ε each silo spent according to the ledger (what actually ran) at noise ``z_k``; ``inf`` where z_k = 0."""
+    k = ledger.num_silos
+    z, delta, q = _per_silo("z", z, k), _per_silo("delta", delta, k), _per_silo("q", q, k)
+    sel_eps = _per_silo("selection_eps", selection_eps, k)
+    acc = get_accountant(accountant)
+    out = np.full(k, math.inf)
+    memo: dict = {}
+    for i in range(k):
+        if z[i] <= 0:
+            continue
+        key = (float(z[i]), float(q[i]), int(ledger.dpsgd_steps[i]), int(ledger.selections[i]), float(sel_eps[i]),
+               float(delta[i]))
+        if key not in memo:
+            memo[key] = acc.epsilon(silo_event(*key[:5]), key[5])
+        out[i] = memo[key]
+    return out
