@@ -9,10 +9,10 @@ Tolerances (float32, unit roundoff u = 6e-8):
   convex problem do not amplify rounding much, and 2e-5 still fails on any real difference (a single
   step's noise moves the metric by ~1e-2 relative);
 * School vs the pre-change engine (reference numbers recorded from commit 93ab339 in
-  ``tests/reference_numbers/``): rtol 1e-5 (+ 10× any relative difference of the calibrated noise
-  multipliers, which are not the engine's arithmetic) — the closed form keeps the pre-change
-  arithmetic (bit-identical on the recording machine), so only float32 summation order on another
-  CPU can differ.
+  ``tests/reference_numbers/``): rtol 1e-5 with the recorded noise multipliers installed — the
+  closed form keeps the pre-change arithmetic (bit-identical on the recording machine), so only
+  float32 summation order on another CPU can differ; 2e-3 where no z was recorded, since the privacy
+  ledger's deterministic calibration moved z by up to 5.4e-4 relative (not the hot path's arithmetic).
 """
 from __future__ import annotations
 
@@ -133,23 +133,38 @@ def _config(entry):
     return RunConfig.paper("school", c["method"], **{k: c[k] for k in KEYS})
 
 
-def test_school_runs_equal_the_pre_change_engine(school):
+@pytest.fixture
+def recorded_noise(monkeypatch):
+    """Install given noise multipliers instead of the calibrated ones (``Trainer.set_noise``, the seam
+    where the engine installs them).  Calibration is not the hot path's business: the privacy ledger
+    made it deterministic and moved z by up to ~5e-4 relative from what 93ab339 computed; feeding the
+    recorded z isolates the engine's arithmetic."""
+    holder = {}
+    original = Trainer.set_noise
+
+    def set_noise(self, z):
+        if holder.get("z") is not None:
+            z = np.broadcast_to(np.asarray(holder["z"], dtype=float), np.shape(z))
+        original(self, z)
+
+    monkeypatch.setattr(Trainer, "set_noise", set_noise)
+    return holder
+
+
+def test_school_runs_equal_the_pre_change_engine(school, recorded_noise):
     """Every method at two seeds (4 rounds), ε = ∞, post-noise prox; and the 200-round benchmark run."""
     ref = _reference()
     for entry in ref["runs"] + ref["long"]:
         c = _config(entry)
         assert c.to_dict()["delta"] == entry["config"]["delta"] and c.accountant == entry["config"]["accountant"]
+        recorded_noise["z"] = entry.get("z")
         r = run(c, school, keep_models=True)
         where = f"{c.method} seed={c.seed} eps={c.eps} rounds={c.rounds}"
-        # Calibration is not the engine's business: its result depended on what was calibrated before
-        # in the process (up to 1.2e-5 relative, issue 14 item 2).  A relative change dz of the noise
-        # multipliers moves the metrics by at most about dz, so the tolerance is 1e-5 + 10·dz.
-        dz = 0.0
-        if "z" in entry:
-            z = np.asarray(entry["z"])
-            np.testing.assert_allclose(r.noise_multipliers, z, rtol=1e-4, err_msg=where)
-            dz = float(np.max(np.abs(r.noise_multipliers - z) / np.where(z > 0, z, 1.0)))
-        rtol = 1e-5 + 10 * dz
+        if "z" in entry:  # the recorded multipliers were the ones used
+            np.testing.assert_allclose(r.noise_multipliers, entry["z"], rtol=0, atol=0)
+        # recorded z: only float32 order can differ (1e-5); no recorded z (the 200-round run): the
+        # ledger's calibration moved z by up to 5.4e-4 relative, measured to move the MSE by 3e-4
+        rtol = 1e-5 if "z" in entry else 2e-3
         np.testing.assert_allclose(r.test_metric, entry["test_metric"], rtol=rtol, err_msg=where)
         np.testing.assert_allclose(r.silo_metrics, entry["silo_metrics"], rtol=rtol, err_msg=where)
         if "model_sum" in entry:
@@ -160,8 +175,8 @@ def test_school_grid_equals_the_pre_change_engine(school):
     ref = _reference()["grid"]
     configs = [_config(e) for e in ref]
     for e, r in zip(ref, run_many(configs, school)):
-        # no recorded z for the grid: allow calibration's history dependence (see above) at 1e-4
-        np.testing.assert_allclose(r.test_metric, e["test_metric"], rtol=1e-4, err_msg=str(r.config.lam))
+        # no recorded z for the grid: the ledger's calibration differs by up to 5.4e-4 relative (see above)
+        np.testing.assert_allclose(r.test_metric, e["test_metric"], rtol=2e-3, err_msg=str(r.config.lam))
 
 
 # ------------------------------------------------------------------------------ chunking and layout
