@@ -11,15 +11,22 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 FULL ?= 0
 export FEDBOOK_FULL := $(FULL)
 
-.PHONY: venv test unit nbval book clean
+.PHONY: venv test unit nbval book browser lab clean
 
 venv:
 	@bash tools/setup_env.sh
 
-## all tests: unit tests and nbval over every notebook of the book
+## all tests: unit tests, nbval over every notebook, then the book build and the browser test on it.
+## nbval skips the widgets' static frames (FEDBOOK_WIDGET_FRAMES=0); the book build draws them.
 test: venv
 	$(PY) -m pytest -q tests
-	$(PY) -m pytest -q --nbval-lax --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg book
+	FEDBOOK_WIDGET_FRAMES=0 $(PY) -m pytest -q --nbval-lax --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg book
+	@start=$$(date +%s); $(VENV)/bin/jupyter-book build . -W -n --keep-going && echo "book build: $$(( $$(date +%s) - start )) s"
+	FEDBOOK_BROWSER_BOOK=_build/html $(PY) -m pytest -q tests/test_browser_book.py
+
+## the browser test alone, on the book already in _build/html
+browser: venv
+	FEDBOOK_BROWSER_BOOK=_build/html $(PY) -m pytest -q tests/test_browser_book.py
 
 unit: venv
 	$(PY) -m pytest -q tests
@@ -30,6 +37,11 @@ nbval: venv
 ## the HTML book in _build/html (every notebook executed; warnings are errors)
 book: venv
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+
+## JupyterLab on the chapters with the project's kernel (.venv): the widgets redraw live.
+## LAB_ARGS passes options, e.g. `make lab LAB_ARGS=--no-browser`.
+lab: venv
+	cd book && FEDBOOK_WIDGET_FRAMES=0 ../$(VENV)/bin/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) $(LAB_ARGS)
 
 clean:
 	rm -rf _build

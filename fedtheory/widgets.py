@@ -2,15 +2,43 @@
 
 A chapter's widget is a *plain plotting function* (tested directly in ``tests/``) that takes the
 slider values as keyword arguments and returns a :class:`matplotlib.figure.Figure`.
-:func:`figure_widget` wires it to sliders.  The built HTML keeps the widget's last drawn state, but a
-frozen widget cannot recompute, so every chapter also shows the same function's output at the
-paper's defaults as a static figure next to the widget.
+:func:`figure_widget` wires it to sliders and returns a :class:`FigureWidget`, which is two things:
+
+* **live** (a Jupyter front end with a kernel, e.g. ``make lab``): an ``ipywidgets`` box that calls
+  the plotting function again whenever a slider moves, over the sliders' full ranges;
+* **static** (the HTML book, no kernel): the same sliders as plain HTML controls over a coarse grid
+  of each slider's values.  Every grid point's figure is drawn by the plotting function when the
+  notebook runs (so the numbers come from ``fedtheory``) and embedded as a PNG; a few lines of
+  inline JavaScript show the figure of the selected grid point.  No CDN, no kernel.
+
+Both live in one output (a MIME bundle with the widget view and ``text/html``): Jupyter front ends
+with the widget manager show the live widget, the book's HTML builder is told to prefer
+``text/html`` (``nb_mime_priority_overrides`` in ``_config.yml``), so the page shows one figure per
+widget.  Set the environment variable ``FEDBOOK_WIDGET_FRAMES=0`` to skip drawing the static frames
+(``make lab`` does: a live reader does not need them).
 """
 from __future__ import annotations
 
+import base64
+import hashlib
+import html
+import io
+import itertools
+import json
+import math
+import os
+import uuid
 from typing import Any, Callable
 
-__all__ = ["figure_widget"]
+import ipywidgets as widgets
+import numpy as np
+
+__all__ = ["figure_widget", "FigureWidget", "figure_data", "static_grid"]
+
+#: default cap on the number of grid points (figures) drawn for one widget's static version
+DEFAULT_MAX_FRAMES = 25
+#: resolution of the static frames (the column is ~7 in wide; figures are 6.4–9 in)
+FRAME_DPI = 80
 
 
 def _align_to_value(control: Any) -> None:
@@ -21,10 +49,6 @@ def _align_to_value(control: Any) -> None:
     0.0794 in the static HTML while the figure was drawn at 0.08.  Moving ``min`` by less than one
     step keeps the range and makes the readout show the value the figure was drawn with.
     """
-    import math
-
-    import ipywidgets as widgets
-
     if isinstance(control, widgets.FloatLogSlider):
         if control.value <= 0 or not control.step:
             return
@@ -36,25 +60,238 @@ def _align_to_value(control: Any) -> None:
         control.min = control.value - k * control.step
 
 
-def figure_widget(plot: Callable[..., Any], /, **controls: Any):
-    """Return an ``ipywidgets`` box that redraws ``plot(**values)`` whenever a control moves.
+def figure_data(fig: Any) -> list[np.ndarray]:
+    """The numbers a figure draws: every line's x and y data, every collection's offsets and paths,
+    every patch's vertices and every text, axes by axes (used to test that a slider changes the figure)."""
+    out: list[np.ndarray] = []
+    for ax in fig.axes:
+        for line in ax.lines:
+            out.append(np.asarray(line.get_xdata(), dtype=float))
+            out.append(np.asarray(line.get_ydata(), dtype=float))
+        for coll in ax.collections:
+            out.append(np.asarray(coll.get_offsets(), dtype=float).ravel())
+            for path in coll.get_paths():
+                out.append(np.asarray(path.vertices, dtype=float).ravel())
+        for patch in ax.patches:
+            out.append(np.asarray(patch.get_verts(), dtype=float).ravel())
+        out.append(np.array([float(v) for v in ax.get_xlim() + ax.get_ylim()]))
+    texts = [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text") and callable(a.get_text))]
+    out.append(np.frombuffer("\n".join(texts).encode(), dtype=np.uint8).astype(float))
+    return out
 
-    ``controls`` are ipywidgets controls (``FloatLogSlider``, ``IntSlider``, ...) or fixed values
-    wrapped in ``ipywidgets.fixed``; their names are ``plot``'s keyword arguments.  ``plot`` must
-    return a matplotlib figure, which is displayed and then closed (no figure leaks, no duplicate
-    inline rendering).
+
+def _slider_values(control: Any) -> list[Any]:
+    """Every value a control can take in the browser (its step grid), in order."""
+    if hasattr(control, "options") and not isinstance(control, widgets.fixed):
+        values = getattr(control, "_options_values", None)
+        return list(values if values is not None else control.options)
+    if isinstance(control, widgets.FloatLogSlider):
+        k = int(math.floor((control.max - control.min) / control.step + 1e-9))
+        return [float(control.base ** (control.min + i * control.step)) for i in range(k + 1)]
+    if isinstance(control, (widgets.IntSlider, widgets.FloatSlider)):
+        step = control.step or 1
+        k = int(math.floor((control.max - control.min) / step + 1e-9))
+        values = [control.min + i * step for i in range(k + 1)]
+        return [int(v) for v in values] if isinstance(control, widgets.IntSlider) else [float(v) for v in values]
+    if isinstance(control, widgets.Checkbox):
+        return [False, True]
+    raise TypeError(f"figure_widget: no static grid for a {type(control).__name__} control")
+
+
+def _index_of(values: list[Any], value: Any) -> int:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return int(np.argmin([abs(float(v) - float(value)) for v in values]))
+    return values.index(value)
+
+
+def static_grid(controls: dict[str, Any], max_frames: int = DEFAULT_MAX_FRAMES,
+                grid: dict[str, list[Any]] | None = None, per_control: int = 5) -> dict[str, list[Any]]:
+    """The values of each control drawn for the static HTML: at most ``max_frames`` combinations.
+
+    ``grid`` names the values of the controls that move in the static page (snapped to each
+    slider's own step grid; the control's current value is added); the other controls stay at their
+    current values.  Without ``grid``, controls are taken in order, each with up to ``per_control``
+    values spread evenly over its range (in the slider's steps, so a log slider's values are
+    spread in log), while the number of combinations stays within ``max_frames``.
     """
-    import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import display
+    if max_frames < 1:
+        raise ValueError(f"max_frames must be at least 1 (got {max_frames!r})")
+    names = [n for n, c in controls.items() if not isinstance(c, widgets.fixed)]
+    unknown = set(grid or {}) - set(names)
+    if unknown:
+        raise ValueError(f"grid names controls that the widget does not have: {sorted(unknown)}")
+    full = {n: _slider_values(controls[n]) for n in names}
+    current = {n: _index_of(full[n], controls[n].value) for n in names}
+    picks: dict[str, set[int]] = {n: {current[n]} for n in names}
+    if grid is not None:
+        for n, values in grid.items():
+            picks[n] |= {_index_of(full[n], v) for v in values}
+    else:
+        product = 1
+        for n in names:
+            k = min(len(full[n]), per_control, max_frames // product)
+            if k < 2:
+                continue
+            spread = set(np.linspace(0, len(full[n]) - 1, k).round().astype(int).tolist())
+            spread.discard(min(spread, key=lambda i: abs(i - current[n])))
+            picks[n] |= spread
+            product *= len(picks[n])
+    total = math.prod(len(p) for p in picks.values())
+    if total > max_frames:
+        raise ValueError(f"the static grid has {total} combinations, more than max_frames={max_frames}")
+    # the current value itself, not its float-rounded grid twin (10**(min + k*step) may differ in the last bit)
+    return {n: [controls[n].value if i == current[n] else full[n][i] for i in sorted(picks[n])] for n in names}
 
+
+def _label(control: Any, name: str) -> str:
+    return getattr(control, "description", "") or name
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+_SCRIPT = """(function () {
+  var root = document.getElementById(%(id)s);
+  if (!root || root.dataset.ready) return;
+  root.dataset.ready = "1";
+  var data = JSON.parse(root.querySelector("script.fedbook-widget-data").textContent);
+  var img = root.querySelector("img.fedbook-widget-figure");
+  var inputs = root.querySelectorAll("[data-control]");
+  function redraw() {
+    var key = [];
+    inputs.forEach(function (el) {
+      var i = parseInt(el.value, 10), c = data.controls[parseInt(el.dataset.control, 10)];
+      key.push(i);
+      var out = el.parentNode.querySelector("output");
+      if (out) out.textContent = c.labels[i];
+    });
+    var frame = data.frames[key.join(",")];
+    img.src = "data:image/png;base64," + data.images[frame];
+    img.alt = data.alt + " (" + data.controls.map(function (c, j) { return c.name + " = " + c.labels[key[j]]; }).join(", ") + ")";
+  }
+  inputs.forEach(function (el) { el.addEventListener("input", redraw); el.addEventListener("change", redraw); });
+})();"""
+
+
+def _small_png(png: bytes) -> bytes:
+    """The PNG with a 256-colour palette: line plots look the same at a third of the bytes (a page
+    embeds tens of frames)."""
+    from PIL import Image  # a dependency of matplotlib
+
+    image = Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
+    out = io.BytesIO()
+    image.save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
+def _static_html(plot: Callable[..., Any], controls: dict[str, Any], grid: dict[str, list[Any]]) -> str:
+    """Draw ``plot`` at every grid point and return the self-contained HTML of the static widget."""
+    import matplotlib.pyplot as plt
+
+    fixed = {n: c.value for n, c in controls.items() if isinstance(c, widgets.fixed)}
+    names = list(grid)
+    images: list[str] = []
+    seen: dict[str, int] = {}
+    frames: dict[str, int] = {}
+    for combo in itertools.product(*(range(len(grid[n])) for n in names)):
+        fig = plot(**fixed, **{n: grid[n][i] for n, i in zip(names, combo)})
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=FRAME_DPI)
+        plt.close(fig)
+        png = _small_png(buf.getvalue())
+        digest = hashlib.sha256(png).hexdigest()
+        if digest not in seen:
+            seen[digest] = len(images)
+            images.append(base64.b64encode(png).decode("ascii"))
+        frames[",".join(map(str, combo))] = seen[digest]
+    current = [_index_of(grid[n], controls[n].value) for n in names]
+    data = {
+        "alt": f"figure drawn by {getattr(plot, '__module__', '')}.{getattr(plot, '__name__', 'plot')}",
+        "controls": [{"name": n, "labels": [_fmt(v) for v in grid[n]]} for n in names],
+        "frames": frames, "images": images,
+    }
+    uid = "fedbook-widget-" + uuid.uuid4().hex[:12]
+    rows = []
+    for j, n in enumerate(names):
+        label = html.escape(_label(controls[n], n))
+        values = grid[n]
+        if len(values) == 1:
+            rows.append(f'<label>{label} <input type="range" data-control="{j}" min="0" max="0" value="0" disabled> '
+                        f"<output>{html.escape(_fmt(values[0]))}</output> (fixed here)</label>")
+        elif all(isinstance(v, str) for v in values):
+            opts = "".join(f'<option value="{i}"{" selected" if i == current[j] else ""}>{html.escape(v)}</option>'
+                           for i, v in enumerate(values))
+            rows.append(f'<label>{label} <select data-control="{j}">{opts}</select></label>')
+        else:
+            rows.append(f'<label>{label} <input type="range" data-control="{j}" min="0" max="{len(values) - 1}" '
+                        f'step="1" value="{current[j]}"> <output>{html.escape(_fmt(values[current[j]]))}</output>'
+                        f"</label>")
+    first = images[frames[",".join(map(str, current))]]
+    n_points = len(frames)
+    note = (f"Without a kernel the sliders step through {n_points} precomputed settings "
+            f"({' × '.join(str(len(grid[n])) for n in names)} values), each drawn by fedtheory when the book "
+            "was built. Run the notebook with a kernel (<code>make lab</code>) for every value.")
+    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    return (f'<div class="fedbook-widget" id="{uid}">'
+            f'<div class="fedbook-widget-controls" style="display:flex;flex-wrap:wrap;gap:0.3em 1.5em">'
+            f'{"".join(rows)}</div>'
+            f'<img class="fedbook-widget-figure" style="max-width:100%;height:auto" '
+            f'src="data:image/png;base64,{first}" alt="{html.escape(data["alt"])}">'
+            f'<p class="fedbook-widget-note" style="font-size:0.85em;color:#555">{note}</p>'
+            f'<script type="application/json" class="fedbook-widget-data">{payload}</script>'
+            f"<script>{_SCRIPT % {'id': json.dumps(uid)}}</script></div>")
+
+
+class FigureWidget(widgets.interactive):
+    """The live ``ipywidgets`` box of :func:`figure_widget`, which also renders as a static widget.
+
+    ``last_figure_data`` holds :func:`figure_data` of the figure drawn last (for tests);
+    ``static_values`` the per-control values drawn for the static HTML.
+    """
+
+    def __init__(self, plot: Callable[..., Any], controls: dict[str, Any], max_frames: int,
+                 grid: dict[str, list[Any]] | None):
+        import matplotlib.pyplot as plt
+        from IPython.display import display
+
+        self.plot = plot
+        self.controls = controls
+        self.last_figure_data: list[np.ndarray] | None = None
+        self.static_values = static_grid(controls, max_frames, grid)
+
+        def _draw(**values: Any) -> None:
+            fig = plot(**values)
+            self.last_figure_data = figure_data(fig)
+            display(fig)
+            plt.close(fig)
+
+        # ``interactive`` draws once on construction, so the live widget starts with a figure.
+        super().__init__(_draw, **controls)
+
+    def static_html(self) -> str:
+        """The static widget's HTML (draws every grid point: seconds)."""
+        return _static_html(self.plot, self.controls, self.static_values)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if os.environ.get("FEDBOOK_WIDGET_FRAMES", "1") != "0":
+            bundle["text/html"] = self.static_html()
+        return bundle
+
+
+def figure_widget(plot: Callable[..., Any], /, *, max_frames: int = DEFAULT_MAX_FRAMES,
+                  grid: dict[str, list[Any]] | None = None, **controls: Any) -> FigureWidget:
+    """Return a :class:`FigureWidget` that redraws ``plot(**values)`` whenever a control moves.
+
+    ``controls`` are ipywidgets controls (``FloatLogSlider``, ``IntSlider``, ``SelectionSlider``,
+    ``Dropdown``, ...) or fixed values wrapped in ``ipywidgets.fixed``; their names are ``plot``'s
+    keyword arguments.  ``plot`` must return a matplotlib figure, which is displayed and then closed
+    (no figure leaks, no duplicate inline rendering).  The static HTML version draws at most
+    ``max_frames`` grid points (see :func:`static_grid`); ``grid`` fixes some controls' static values.
+    """
     for control in controls.values():
         _align_to_value(control)
-
-    def _draw(**values: Any) -> None:
-        fig = plot(**values)
-        display(fig)
-        plt.close(fig)
-
-    # ``interactive`` draws once on construction, so the saved widget state holds a figure.
-    return widgets.interactive(_draw, **controls)
+    return FigureWidget(plot, controls, max_frames, grid)

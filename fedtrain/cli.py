@@ -288,3 +288,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         _print_table(summary, by, out)
     return 0
+
+
+# ``fedtrain advise`` (fedtrain.advise) registers itself through register_command
+from fedtrain.advise import register as _register_advise  # noqa: E402
+
+_register_advise()

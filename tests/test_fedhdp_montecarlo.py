@@ -125,3 +125,64 @@ def test_simulation_is_reproducible():
     a = simulate(2, 3, beta2=1.0, n_s=5, tau2=0.1, gamma1_2=0, gamma2_2=0.1, d=2, reps=50, seed=7)
     b = simulate(2, 3, beta2=1.0, n_s=5, tau2=0.1, gamma1_2=0, gamma2_2=0.1, d=2, reps=50, seed=7)
     np.testing.assert_array_equal(a.psi, b.psi)
+
+
+def _a6_simulate(N, alpha2, tau2, gamma2, lam_by_level, trials=100_000, seed=0):
+    """A.6 with l levels, d = 1: per-level error of θ̂_j(λ) = (φ̂_j + λ θ̂_{own noise removed})/(1+λ) for the first
+    client of each level, the server using the optimal weights r_i* (eq. 64)."""
+    from fedtheory.linear_regression.numeric import optimal_weights
+
+    N = np.asarray(N)
+    level = np.repeat(np.arange(N.size), N)
+    rng = np.random.default_rng(seed)
+    phi = np.sqrt(tau2) * rng.standard_normal((trials, level.size))
+    phi_hat = phi + np.sqrt(alpha2) * rng.standard_normal(phi.shape)
+    psi = phi_hat + np.sqrt(N[level] * np.asarray(gamma2)[level]) * rng.standard_normal(phi.shape)
+    w = np.asarray(optimal_weights(N, alpha2, tau2, gamma2, normalize=True))[level]
+    out = []
+    for i in range(N.size):
+        j = int(np.flatnonzero(level == i)[0])
+        glob = psi @ w - w[j] * psi[:, j] + w[j] * phi_hat[:, j]
+        errs = []
+        for lam in np.atleast_1d(lam_by_level[i]):
+            est = (phi_hat[:, j] + lam * glob) / (1 + lam)
+            errs.append((est - phi[:, j]) ** 2)
+        out.append(np.array(errs))
+    return out
+
+
+def test_a6_three_levels_monte_carlo_matches_printed_bayes_variance_and_lambda_star():
+    """A.6 (more than two privacy levels): at the derived λ_i* the simulated error equals the printed Bayes
+    variance (75) within 4 SE, and perturbing λ_i* by ×0.5 or ×2 is worse (paired differences, 4 SE)."""
+    from fedtheory.linear_regression.numeric import optimal_lambdas
+
+    N, alpha2, tau2, gamma2 = (3, 4, 5), 1.0, 0.5, (0.0, 0.3, 1.0)
+    lam = np.asarray(optimal_lambdas(N, alpha2, tau2, gamma2))
+    sims = _a6_simulate(N, alpha2, tau2, gamma2, [[l, 0.5 * l, 2 * l] for l in lam], seed=4)
+    sp = alpha2 + tau2 + np.asarray(N) * np.asarray(gamma2)
+    for i, e in enumerate(sims):
+        M = np.asarray(N) - (np.arange(3) == i)
+        printed = 1.0 / (1.0 / (tau2 + 1.0 / np.sum(M / sp)) + 1.0 / alpha2)   # eq. (75), σ_c² − τ² = α²
+        mean, se = e[0].mean(), e[0].std(ddof=1) / np.sqrt(e.shape[1])
+        assert abs(mean - printed) <= 4 * se, (i, mean, printed)
+        for k in (1, 2):
+            d = e[k] - e[0]
+            assert d.mean() > -4 * d.std(ddof=1) / np.sqrt(d.size)
+            assert d.mean() > 0
+
+
+def test_lemma3_corner_cases():
+    """After Lemma 3: α² → 0 (clients know their data exactly) gives λ* → 0 (pure local); r* → 1 (equal total
+    noise per group, N1γ1² = N2γ2²) makes both groups' λ* coincide; with no privacy noise at all r* = 1 and
+    λ* = 1/Υ² = α²/τ² (Lemma 3 with Γ1 = Γ2 = 0)."""
+    from fedtheory.linear_regression import numeric as L
+
+    for a2 in (1e-2, 1e-4, 1e-6):
+        assert L.optimal_lambda(1, 5, 7, a2, 0.5, 0.0, 0.3) < 50 * a2
+        assert L.optimal_lambda(2, 5, 7, a2, 0.5, 0.0, 0.3) < 50 * a2
+    assert L.optimal_ratio(5, 7, 1.0, 0.5, 0.0, 0.0) == 1.0
+    assert L.optimal_lambda(1, 5, 7, 1.0, 0.5, 0.0, 0.0) == pytest.approx(1.0 / 0.5, rel=1e-12)
+    # equal noise per group total (N1γ1² = N2γ2²): r* = 1, and both groups get the same λ*
+    assert L.optimal_ratio(4, 8, 1.0, 0.5, 0.2, 0.1) == pytest.approx(1.0)
+    assert L.optimal_lambda(1, 4, 8, 1.0, 0.5, 0.2, 0.1) == pytest.approx(L.optimal_lambda(2, 4, 8, 1.0, 0.5, 0.2, 0.1),
+                                                                        rel=1e-12)

@@ -118,3 +118,27 @@ def test_exact_data_mode_heterogeneous():
 def test_bad_input_names_the_argument(call, arg):
     with pytest.raises(ValueError, match=rf"^{arg} "):
         call()
+
+
+def test_full_bayes_posterior_vs_mrmtl_family():
+    """App. E.5's λ*_k is optimal only among MR-MTL estimators; the Bayes posterior given all releases
+    (precision-weighted) is better: 5-103 % in the chapter's K = 8 example, equal for identical silos.
+    The closed form equals brute-force conditioning of the joint Gaussian (θ with a 1e5 prior variance)."""
+    from fedtheory.mean_estimation import gaussian_sigma, local_variance
+    from fedtheory.mean_estimation.heterogeneous import (full_bayes_variance, full_bayes_variance_bruteforce,
+                                                         mse_heterogeneous, optimal_lambdas_heterogeneous)
+
+    n = np.array([50, 80, 120, 200, 300, 500, 800, 1000])
+    eps = np.array([0.2, 2.0, 0.5, 1.0, 0.3, 2.0, 0.8, 0.25])
+    s = local_variance(0.16, n, gaussian_sigma(eps, 1e-5, 1.0) ** 2)
+    t2 = 0.05**2
+    fb = full_bayes_variance(s, t2)
+    brute = np.array([full_bayes_variance_bruteforce(s, t2, k) for k in range(8)])
+    assert np.allclose(fb, brute, rtol=1e-5)
+    lam = optimal_lambdas_heterogeneous(s, t2)
+    mr = mse_heterogeneous(np.where(lam < 0, np.inf, lam), s, t2, per_silo=True)
+    rel = mr / fb - 1
+    assert rel.min() == pytest.approx(0.0465, abs=5e-4) and rel.max() == pytest.approx(1.034, abs=5e-3)
+    same = np.full(6, 0.01)
+    lam6 = optimal_lambdas_heterogeneous(same, 0.004)
+    assert np.allclose(mse_heterogeneous(lam6, same, 0.004, per_silo=True), full_bayes_variance(same, 0.004))

@@ -142,7 +142,8 @@ def test_tnb_curve_identical_to_dp_accounting(eta):
                                       1e-5, orders)
     finite = np.isfinite(theirs)
     assert np.allclose(ours[finite], theirs[finite], rtol=1e-7)
-    assert T.tuned_epsilon(z, 1e-5, "tnb", 10.0, eta) == pytest.approx(eps_theirs, rel=1e-7)
+    assert T.tuned_epsilon(z, 1e-5, "tnb", 10.0, eta, bound="rdp") == pytest.approx(eps_theirs, rel=1e-7)
+    assert T.tuned_epsilon(z, 1e-5, "tnb", 10.0, eta) <= eps_theirs * (1 + 1e-12)  # tight: continuous λ̂
 
 
 def test_poisson_curve_vs_dp_accounting():
@@ -158,7 +159,8 @@ def test_poisson_curve_vs_dp_accounting():
     assert np.allclose(raw, theirs, rtol=1e-10)
     env = T.poisson_rdp(orders, rdp, 10.0)
     assert (env <= raw + 1e-15).all()
-    assert T.tuned_epsilon(z, 1e-5, "poisson", 10.0) <= eps_theirs * (1 + 1e-12)
+    assert T.tuned_epsilon(z, 1e-5, "poisson", 10.0, bound="rdp") <= eps_theirs * (1 + 1e-12)
+    assert T.tuned_epsilon(z, 1e-5, "poisson", 10.0) < T.tuned_epsilon(z, 1e-5, "poisson", 10.0, bound="rdp")
 
 
 def test_dpsgd_base_vs_dp_accounting():
@@ -169,7 +171,7 @@ def test_dpsgd_base_vs_dp_accounting():
     orders = np.arange(2.0, 257.0)
     q, steps, z = 0.05, 200, 1.2
     eps_ours = T.tuned_epsilon(z, 1e-5, "tnb", 5.0, 1.0, mechanism="dpsgd", sample_rate=q, steps=steps,
-                               orders=orders)
+                               orders=orders, bound="rdp")
     base = dp_event.SelfComposedDpEvent(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(z)), steps)
     eps_theirs, _ = _dpa_epsilon(dp_event.RepeatAndSelectDpEvent(base, 5.0, 1.0), 1e-5, orders)
     assert eps_ours == pytest.approx(eps_theirs, rel=1e-6)
@@ -247,7 +249,7 @@ def test_untuned_matches_dpsgd_calibration():
     ours is never above (superset-ish dense grid), and within 0.5 %."""
     from fedtheory.privacy.dpsgd import noise_multiplier
 
-    z_ours = T.tuned_noise_multiplier(0.25, 1e-5, "none")
+    z_ours = T.tuned_noise_multiplier(0.25, 1e-5, "none", bound="rdp")
     z_c1 = noise_multiplier(0.25, 1e-5, 1.0, 1, accountant="rdp")
     assert z_ours <= z_c1 * (1 + 1e-6)
     assert z_ours == pytest.approx(z_c1, rel=5e-3)
@@ -272,7 +274,7 @@ def test_reproduces_fig7_noise_multipliers_with_dp_accounting_orders():
     expected = {("none", None): 14.567, ("tnb", -0.5): 23.785, ("tnb", 0.0): 27.045, ("tnb", 0.5): 30.188,
                 ("tnb", 1.0): 33.221, ("tnb", 2.0): 39.020, ("tnb", 5.0): 51.779, ("poisson", None): 34.329}
     for (dist, eta), z_ref in expected.items():
-        z = T.tuned_noise_multiplier(0.25, 1e-5, dist, 10.0, eta, orders=orders)
+        z = T.tuned_noise_multiplier(0.25, 1e-5, dist, 10.0, eta, orders=orders, bound="rdp")
         assert z == pytest.approx(z_ref, abs=1.5e-3), (dist, eta)
         assert T.tuned_noise_multiplier(0.25, 1e-5, dist, 10.0, eta) <= z * (1 + 1e-6)
 
@@ -305,3 +307,98 @@ def test_tuning_cost_figures_and_summary():
     plt.close(fig)
     fig = F.plot_run_distributions(10.0, etas=(0.0, 1.0))
     plt.close(fig)
+
+
+# ------------------------------------------------------------------ tight calibration (issue 11)
+
+def test_tight_untuned_is_the_exact_gaussian_and_matches_pld():
+    """bound='tight', no tuning: ε of one Gaussian release is the analytic-Gaussian one (Balle–Wang), cross-checked
+    against dp_accounting's PLD accountant (an independent numerical route), and below the RDP conversion."""
+    from dp_accounting.pld import pld_privacy_accountant as pa
+
+    z = 13.5
+    ours = T.tuned_epsilon(z, 1e-5, "none")
+    acc = pa.PLDAccountant()
+    acc.compose(dp_event.GaussianDpEvent(z))
+    assert ours == pytest.approx(acc.get_epsilon(1e-5), rel=2e-3)
+    assert ours < T.tuned_epsilon(z, 1e-5, "none", bound="rdp")
+    z0 = T.tuned_noise_multiplier(0.25, 1e-5, "none")
+    from fedtheory.privacy.gaussian import analytic_gaussian_sigma
+    assert z0 == pytest.approx(analytic_gaussian_sigma(0.25, 1e-5), rel=1e-6)
+
+
+def test_base_delta_gaussian_matches_pld():
+    from dp_accounting.pld import pld_privacy_accountant as pa
+
+    z = 27.4
+    acc = pa.PLDAccountant()
+    acc.compose(dp_event.GaussianDpEvent(z))
+    for e in (0.01, 0.05, 0.1):
+        assert T.base_delta(e, z) == pytest.approx(acc.get_delta(e), rel=2e-2)
+    # the exact δ̂ is never above the RDP-implied one (what dp_accounting's RepeatAndSelect uses)
+    orders = T.TUNING_ORDERS
+    e = np.log1p(1.0 / (orders[orders > 1.5] - 1.0))
+    assert (T.base_delta(e, z) <= T.rdp_to_delta(orders, T.base_rdp(z), e) * (1 + 1e-9)).all()
+
+
+def test_tight_poisson_noise_multiplier_and_ordering():
+    """Fig. 7 setting: Poisson μ=10 needs z ≈ 27.45 with the exact δ̂ (vs 33.97 from the RDP-implied δ̂); every
+    tight z is ≤ its RDP z and certified ≤ 0.25."""
+    z_tight = T.tuned_noise_multiplier(0.25, 1e-5, "poisson", 10.0)
+    z_rdp = T.tuned_noise_multiplier(0.25, 1e-5, "poisson", 10.0, bound="rdp")
+    assert z_tight == pytest.approx(27.45, abs=0.05) and z_rdp == pytest.approx(33.97, abs=0.02)
+    assert T.tuned_epsilon(z_tight, 1e-5, "poisson", 10.0) <= 0.25
+    for eta in (-0.5, 1.0):
+        zt = T.tuned_noise_multiplier(0.25, 1e-5, "tnb", 10.0, eta)
+        zr = T.tuned_noise_multiplier(0.25, 1e-5, "tnb", 10.0, eta, bound="rdp")
+        assert zt <= zr * (1 + 1e-7) and zt > 0.99 * zr  # continuous λ̂ gains only a little
+
+
+@pytest.mark.parametrize("mu", [2.0, 10.0])
+def test_poisson_bound_with_exact_delta_hat_dominates_exact_divergence(mu):
+    """P&S Thm 6 fed the base pair's exact privacy profile δ̂(ε̂) = max over directions of Σ (p − e^ε̂ q)_+ must
+    still lie above the exact Rényi divergence of best-of-h (a check that fails if δ̂ were used wrongly)."""
+    p = np.array([0.30, 0.20, 0.15, 0.35])
+    q = np.array([0.25, 0.25, 0.20, 0.30])
+    orders = np.concatenate([np.linspace(1.1, 10, 40), np.geomspace(10.5, 300, 30)])
+
+    def profile(e):
+        e = np.asarray(e)[..., None]
+        return np.maximum(np.clip(p - np.exp(e) * q, 0, None).sum(-1), np.clip(q - np.exp(e) * p, 0, None).sum(-1))
+
+    base = T.finite_rdp(p, q, orders)
+    exact = T.exact_tuned_rdp(p, q, orders, "poisson", mu)
+    tight = T.poisson_rdp(orders, base, mu, delta_hat=profile)
+    loose = T.poisson_rdp(orders, base, mu)
+    assert (exact <= tight + 1e-12).all() and (tight <= loose + 1e-12).all()
+
+
+def test_tight_dpsgd_untuned_uses_pld():
+    kw = dict(mechanism="dpsgd", sample_rate=0.05, steps=50)
+    e_tight = T.tuned_epsilon(1.0, 1e-5, "none", **kw)
+    e_rdp = T.tuned_epsilon(1.0, 1e-5, "none", bound="rdp", **kw)
+    assert e_tight < e_rdp
+    with pytest.raises(ValueError, match="bound"):
+        T.tuned_epsilon(1.0, 1e-5, "none", bound="exact")
+
+
+# ------------------------------------------------------------------ Prop. F.1 (fixed h)
+
+@pytest.mark.parametrize("eps,h", [(0.5, 3), (1.0, 10), (0.1, 50)])
+def test_prop_f1_fixed_h_lower_bound(eps, h):
+    """The construction's best-of-h: pure-DP ε is exactly hε (log-likelihood ratio of output 0), its exact Rényi
+    divergence is ≥ the printed ε̂(α), and the base mechanism is exactly ε-DP; random h (TNB) at E[h] = h is cheaper."""
+    p1, q1 = T.fixed_h_example(eps, 1)
+    assert np.log(p1 / q1).max() == pytest.approx(eps) and np.log(q1 / p1).max() == pytest.approx(eps)
+    p, q = T.fixed_h_example(eps, h)
+    assert np.log(p[0] / q[0]) == pytest.approx(h * eps)
+    orders = np.array([1.5, 2.0, 5.0, 20.0, 100.0])
+    exact = T.finite_rdp(p, q, orders)
+    printed = T.fixed_h_lower_bound(eps, orders, h)
+    assert (exact >= printed - 1e-9).all()
+    # the lower bound is the output-0 term alone: equality up to the (positive) output-1 term
+    single = (orders * np.log(p[0]) + (1 - orders) * np.log(q[0])) / (orders - 1)
+    assert np.allclose(single, printed)
+    if h >= 10:
+        base = T.finite_rdp(p1, q1, orders)
+        assert T.tuned_rdp(orders, base, "tnb", float(h), 1.0)[-1] < exact[-1]

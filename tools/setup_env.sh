@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Create .venv (if needed) and install fedbook with its book and test extras, then vendor the
-# offline JavaScript for the book.  Idempotent: a stamp file keyed on pyproject.toml skips pip
-# when nothing changed.  Used by `make venv` (and so by `make test` and `make book`).
+# Create .venv (if needed) and install fedbook with its book and test extras, vendor the offline
+# JavaScript for the book, and install Debian's chromium + chromedriver for the browser test.
+# Idempotent: a stamp file keyed on pyproject.toml skips pip when nothing changed.  Used by `make venv` (and so by `make test` and `make book`).
 #
 # torch: on a machine without a GPU we install the CPU build, torch==2.13.0 (a local wheel here),
 # in the *same* pip command as opacus; an unpinned torch next to opacus pulls the newest torch with
@@ -34,3 +34,18 @@ if [ ! -f "$STAMP" ]; then
 fi
 
 bash tools/vendor_js.sh
+
+# The browser test (tests/test_browser_book.py) opens the built book in Debian's headless chromium
+# through Debian's chromedriver (matching versions; nothing is downloaded when the test runs).
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "setup: installing chromium and chromium-driver (apt-get)"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null
+        apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends chromium chromium-driver >/dev/null
+    else
+        echo "setup: the browser test needs chromium and chromedriver; as root run:" >&2
+        echo "    apt-get install -y --no-install-recommends chromium chromium-driver" >&2
+        exit 1
+    fi
+fi

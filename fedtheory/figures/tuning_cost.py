@@ -7,6 +7,12 @@ tuning procedure (h ~ TNB(η, γ) or Poisson with E[h] runs), recalibrated by
 :func:`fedtheory.privacy.tuning.tuned_noise_multiplier`.  The error of MR-MTL(λ) is Lemma 6.7
 (:func:`fedtheory.mean_estimation.mse`); the simulation is :func:`fedtheory.mean_estimation.simulate`
 (no clipping, Assumption E.2; the paper's simulator clips at c = 1, a ~1 % bias).
+
+Calibration: ``bound="tight"`` (default) calibrates every scheme as tightly as its theorem allows (untuned:
+exact analytic-Gaussian profile; TNB: Thm F.2 with the Gaussian's exact RDP and continuous λ̂; Poisson: P&S
+Thm 6 with the exact δ̂), ``bound="rdp"`` everything from RDP as the paper's code; see
+:mod:`fedtheory.privacy.tuning`.  The empirical-Bayes plug-in λ̂ (:mod:`fedtheory.mean_estimation.empirical_bayes`)
+is post-processing of the untuned releases, so it uses the untuned noise.
 """
 from __future__ import annotations
 
@@ -17,9 +23,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from fedtheory.mean_estimation import local_variance, mse, optimal_lambda, simulate
+from fedtheory.mean_estimation.empirical_bayes import plugin_mse, simulate_plugin
 from fedtheory.privacy.tuning import tuned_noise_multiplier
 
-__all__ = ["PAPER", "Setting", "pretty_label", "curves", "summary", "plot_panel", "plot_fig7", "plot_widget", "plot_run_distributions"]
+__all__ = ["PAPER", "Setting", "pretty_label", "curves", "summary", "plugin", "plot_panel", "plot_fig7", "plot_widget", "plot_run_distributions"]
 
 #: Fig. 7 settings (MR-MTL paper App. F and its released code).
 PAPER = dict(K=20, n=200, sigma=0.4, eps=0.25, delta=1e-5, clip=1.0, mean_runs=10.0,
@@ -65,10 +72,12 @@ def _settings_for(etas, poisson, eps, delta, mean_runs):
 
 def curves(tau: float, *, eps: float = 0.25, delta: float = 1e-5, mean_runs: float = 10.0,
            etas: Sequence[float] = PAPER["etas"], poisson: bool = True, K: int = 20, n: int = 200,
-           sigma: float = 0.4, clip: float = 1.0, lambdas=LAMBDAS, trials: int = 0, seed: int = 0) -> list[Setting]:
+           sigma: float = 0.4, clip: float = 1.0, lambdas=LAMBDAS, trials: int = 0, seed: int = 0,
+           bound: str = "tight") -> list[Setting]:
     """Error curves (closed form, and a simulation if ``trials`` > 0) for non-private, untuned and tuned.
 
     First entry is non-private (σ_DP = 0), second the untuned private run, then one per η and Poisson.
+    ``bound`` selects the calibration (``"tight"`` or ``"rdp"``, see the module docstring).
     """
     lambdas = np.asarray(lambdas, dtype=float)
     tau2 = float(tau) ** 2
@@ -78,7 +87,7 @@ def curves(tau: float, *, eps: float = 0.25, delta: float = 1e-5, mean_runs: flo
         if dist is None:
             z, sdp = None, 0.0
         else:
-            z = tuned_noise_multiplier(eps, delta, dist, mean_runs, eta)
+            z = tuned_noise_multiplier(eps, delta, dist, mean_runs, eta, bound=bound)
             sdp = clip * z
         s2 = local_variance(sigma**2, n, sdp**2)
         err = mse(lambdas, s2, tau2, K)
@@ -91,10 +100,13 @@ def curves(tau: float, *, eps: float = 0.25, delta: float = 1e-5, mean_runs: flo
     return out
 
 
-def summary(settings: list[Setting]) -> dict:
+def summary(settings: list[Setting], untuned: Optional[Setting] = None) -> dict:
     """Reading of a panel: private untuned local / FedAvg / MR-MTL(λ*) errors and, per tuned curve,
-    its best error and whether it still beats the better untuned endpoint."""
-    untuned = settings[1]
+    its best error and whether it still beats the better untuned endpoint.
+
+    ``untuned`` replaces the panel's own untuned curve as the baseline, e.g. the RDP-calibrated one of
+    ``curves(..., bound="rdp")`` to see how the reading depends on the baseline's calibration."""
+    untuned = settings[1] if untuned is None else untuned
     best_endpoint = min(untuned.local, untuned.fedavg)
     tuned = {s.label: s.best for s in settings[2:]}
     return {
@@ -107,8 +119,29 @@ def summary(settings: list[Setting]) -> dict:
     }
 
 
-def plot_panel(ax, settings: list[Setting], tau: float, *, show_sim: bool = True, legend: bool = True) -> None:
-    """Draw one Fig. 7 panel into ``ax``."""
+@dataclass(frozen=True)
+class Plugin:
+    """MR-MTL with the empirical-Bayes λ̂ (free: post-processing of the untuned releases)."""
+
+    exact: float        # SURE + quadrature (plugin_mse)
+    mc: float           # Monte Carlo mean
+    se: float           # its standard error
+    frac_fedavg: float  # share of trials where λ̂ = ∞
+    trials: int
+
+
+def plugin(settings: list[Setting], tau: float, *, K: int = 20, n: int = 200, sigma: float = 0.4, clip: float = 1.0,
+           method: str = "moment", trials: int = 20_000, seed: int = 0) -> Plugin:
+    """Error of MR-MTL(λ̂) at the untuned noise of ``settings`` (exact and Monte Carlo)."""
+    z = settings[1].z
+    s2 = float(local_variance(sigma**2, n, (clip * z) ** 2))
+    sim = simulate_plugin(K, s2, tau**2, method=method, trials=trials, seed=seed)
+    return Plugin(plugin_mse(s2, tau**2, K, method), sim.mse, sim.se, sim.frac_fedavg, trials)
+
+
+def plot_panel(ax, settings: list[Setting], tau: float, *, show_sim: bool = True, legend: bool = True,
+               plugin_error: Optional[float] = None) -> None:
+    """Draw one Fig. 7 panel into ``ax`` (with ``plugin_error``: a grey line at the plug-in λ̂'s error)."""
     cmap = plt.get_cmap("viridis")
     tuned = settings[2:]
     for k, s in enumerate(settings):
@@ -128,6 +161,8 @@ def plot_panel(ax, settings: list[Setting], tau: float, *, show_sim: bool = True
     u = settings[1]
     ax.axhline(u.local, color="tab:red", ls=":", lw=1)
     ax.axhline(u.fedavg, color="tab:red", ls="-.", lw=1)
+    if plugin_error is not None:
+        ax.axhline(plugin_error, color="tab:gray", ls="--", lw=1.5, label="empirical-Bayes λ̂ (no tuning cost)")
     # local at the left end, FedAvg at the right end: the two labels stay apart where the levels coincide
     ax.annotate("private local (λ=0)", (settings[0].lambdas[0], u.local), fontsize=9, va="bottom", color="tab:red")
     ax.annotate("private FedAvg (λ=∞)", (settings[0].lambdas[-1], u.fedavg), fontsize=9, va="bottom", ha="right",
@@ -148,13 +183,16 @@ def plot_fig7(taus: Sequence[float] = PAPER["taus"], *, trials: int = 500, seed:
     # one panel per row, one legend under the last panel: beside the panels it would squeeze them
     fig, axes = plt.subplots(len(taus), 1, figsize=(8, 3.4 * len(taus) + 1.2), squeeze=False)
     for ax, tau in zip(axes[:, 0], taus):
-        plot_panel(ax, curves(tau, trials=trials, seed=seed, **kw), tau, legend=False)
+        settings = curves(tau, trials=trials, seed=seed, **kw)
+        pk = {k: kw[k] for k in ("K", "n", "sigma", "clip") if k in kw}
+        plot_panel(ax, settings, tau, legend=False, plugin_error=plugin(settings, tau, **pk).exact)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=9, loc="lower center", ncol=3)
     eps = kw.get("eps", PAPER["eps"])
     m = kw.get("mean_runs", PAPER["mean_runs"])
     fig.suptitle(f"Cost of private tuning of λ: K=20, n=200, σ=0.4, (ε, δ)=({eps:g}, 1e-5), c=1, E[h]={m:g}\n"
-                 f"lines: Lemma 6.7, markers: {trials}-trial simulation ± 2 SE", fontsize=10)
+                 f"lines: Lemma 6.7, markers: {trials}-trial simulation ± 2 SE; "
+                 f"calibration: {kw.get('bound', 'tight')}", fontsize=10)
     fig.tight_layout(rect=(0, 1.1 / (3.4 * len(taus) + 1.2), 1, 1))
     return fig
 
@@ -163,8 +201,9 @@ def plot_widget(tau: float = 0.08, eps: float = 0.25, mean_runs: float = 10.0, e
     """One panel for the sliders: non-private, untuned, TNB(η) and Poisson at the same E[h] (closed form)."""
     settings = curves(tau, eps=eps, mean_runs=mean_runs, etas=(eta,))
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    plot_panel(ax, settings, tau, show_sim=False)
-    lam_star = optimal_lambda(local_variance(0.16, 200, (settings[1].z or 0.0) ** 2), tau**2)
+    s2 = float(local_variance(0.16, 200, (settings[1].z or 0.0) ** 2))
+    plot_panel(ax, settings, tau, show_sim=False, plugin_error=plugin_mse(s2, tau**2, 20))
+    lam_star = optimal_lambda(s2, tau**2)
     ax.axvline(lam_star, color="tab:red", lw=0.8, alpha=0.5)
     ax.set_title(f"τ={tau:g}, ε={eps:g}, E[h]={mean_runs:g}, η={eta:g}: "
                  f"z untuned {settings[1].z:.1f}, TNB {settings[2].z:.1f}, Poisson {settings[3].z:.1f}", fontsize=9)

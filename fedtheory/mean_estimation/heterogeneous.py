@@ -23,6 +23,8 @@ __all__ = [
     "optimal_lambdas_heterogeneous",
     "mse_heterogeneous",
     "posterior_variance_heterogeneous",
+    "full_bayes_variance",
+    "full_bayes_variance_bruteforce",
 ]
 
 ArrayLike = Any
@@ -113,3 +115,32 @@ def mse_heterogeneous(lam: ArrayLike, sigma_loc2: ArrayLike, tau2: ArrayLike, *,
         w = w.reshape(w.shape + (1,) * s.ndim)
     a = 1.0 / K + (1.0 - 1.0 / K) * w
     return np.asarray(a**2 * s + (1.0 - a) ** 2 * V)
+
+
+def full_bayes_variance(sigma_loc2: ArrayLike, tau2: ArrayLike) -> np.ndarray:
+    """Posterior variance of ``w_k`` given *all* K releases (flat prior on θ): ``(1/σ̃_k² + 1/(τ² + 1/P_k))⁻¹``.
+
+    ``P_k = Σ_{j≠k} 1/(τ² + σ̃_j²)``: the others are combined by precision weighting (their GLS mean estimates θ
+    with variance ``1/P_k``), not by the unweighted mean ``ŵ_{\\k}`` that MR-MTL uses.  So App. E.5's λ*_k is
+    optimal only *within the MR-MTL family*; this is the error of the Bayes estimator itself.  Equal silos: the
+    two coincide.  (Derivation: ``ŵ_j = θ + N(0, τ² + σ̃_j²)`` for j ≠ k, independent of
+    ``w_k = θ + N(0, τ²)`` and ``ŵ_k = w_k + N(0, σ̃_k²)``; checked against brute-force conditioning of the joint
+    Gaussian in the tests.)
+    """
+    s = _silos(sigma_loc2)
+    tau2 = check_nonnegative("tau2", tau2)[..., None]
+    prec = 1.0 / (tau2 + s)
+    P = prec.sum(axis=-1, keepdims=True) - prec
+    return 1.0 / (1.0 / s + 1.0 / (tau2 + 1.0 / P))
+
+
+def full_bayes_variance_bruteforce(sigma_loc2, tau2: float, k: int, prior_var: float = 1e5) -> float:
+    """Var(w_k | all releases) by conditioning the joint Gaussian of (w_k, ŵ_1..ŵ_K) with θ ~ N(0, prior_var)
+    (prior_var → ∞ is the flat prior).  An independent route to :func:`full_bayes_variance`."""
+    s = np.asarray(sigma_loc2, dtype=float)
+    K = s.size
+    # w = θ1 + u, ŵ = w + e: Cov(ŵ) = A 11ᵀ + τ² I + diag(s); Cov(w_k, ŵ) = A 1ᵀ + τ² e_kᵀ
+    A = float(prior_var)
+    C = A * np.ones((K, K)) + tau2 * np.eye(K) + np.diag(s)
+    c = A * np.ones(K) + tau2 * np.eye(K)[k]
+    return float(A + tau2 - c @ np.linalg.solve(C, c))

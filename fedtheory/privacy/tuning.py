@@ -32,6 +32,23 @@ Poisson-subsampled Gaussian steps at rate ``sample_rate``.  RDP curves come from
 :mod:`fedtheory.privacy.rdp`; conversion to (ε, δ) uses Lemma A.2 (the "improved" conversion of
 Canonne–Kamath–Steinke / Balle et al.).  Adjacency: add/remove one sample, the notion under which the
 subsampled-Gaussian RDP is stated (for the one-shot Gaussian, any adjacency whose L2 sensitivity is Δ).
+
+**Tightness: ``bound="tight"`` (default) vs ``bound="rdp"``.**  Each scheme is calibrated as tightly as its
+theorem allows (:data:`BOUNDS`):
+
+* untuned (one run): the base mechanism's *exact* privacy profile δ(ε) — Balle & Wang's analytic
+  Gaussian (``fedtheory.privacy.gaussian.gaussian_epsilon``) for ``"gaussian"``, ``dp_accounting``'s
+  PLD accountant (pessimistic discretisation, an upper bound) for ``"dpsgd"``;
+* TNB (Thm F.2 = P&S Thm 2): the theorem takes RDP of the base mechanism, which for the Gaussian is exact
+  (α/(2z²)); "tight" adds the continuous optimum λ̂* = z·sqrt(2 log(1/γ)) to the order grid, so the
+  λ̂-terms are minimised exactly;
+* Poisson (P&S Thm 6): the theorem takes *any* valid (ε̂, δ̂)-DP statement of the base mechanism with
+  ε̂ ≤ log(1 + 1/(λ-1)); "tight" uses the exact profile δ̂ = δ(ε̂) (:func:`base_delta`) instead of the δ̂
+  implied by the RDP curve, the looser value that ``dp_accounting``'s RDP accountant (and the MR-MTL
+  paper's code) uses.
+
+``bound="rdp"`` reproduces the RDP-only computation (``dp_accounting``'s ``RepeatAndSelectDpEvent``; the
+paper's Fig. 7 code).  In both modes the tuned RDP curve is converted to (ε, δ) by Lemma A.2.
 """
 from __future__ import annotations
 
@@ -53,6 +70,8 @@ from fedtheory._validation import (
 __all__ = [
     "DISTRIBUTIONS",
     "MECHANISMS",
+    "BOUNDS",
+    "base_delta",
     "TUNING_ORDERS",
     "tnb_pmf",
     "tnb_mean",
@@ -72,12 +91,17 @@ __all__ = [
     "calibration_table",
     "exact_tuned_rdp",
     "finite_rdp",
+    "fixed_h_lower_bound",
+    "fixed_h_example",
 ]
 
 #: Laws for the number of runs ``h``; ``"none"`` means a single run (no tuning, ``h ≡ 1``).
 DISTRIBUTIONS = ("tnb", "poisson", "none")
 #: Base mechanisms understood by :func:`base_rdp`.
 MECHANISMS = ("gaussian", "dpsgd")
+#: ``"tight"``: each theorem fed the tightest valid input (exact privacy profile / continuous λ̂);
+#: ``"rdp"``: everything from the RDP curve on the order grid (``dp_accounting``, the paper's code).
+BOUNDS = ("tight", "rdp")
 
 #: RDP orders used by default here: ``dp_accounting``'s default grid (1.1..10.9 by 0.1, 11..63,
 #: 128, 256, 512, 1024) plus a geometric grid 64..8192.  Tuned one-shot Gaussians have large noise
@@ -307,19 +331,25 @@ def tnb_rdp(orders, rdp, eta, mean_runs, *, monotone: bool = True, return_lambda
     return (out, lam_hat) if return_lambda_hat else out
 
 
-def poisson_rdp(orders, rdp, mean_runs, *, monotone: bool = True):
+def poisson_rdp(orders, rdp, mean_runs, *, monotone: bool = True, delta_hat=None):
     """RDP curve of best-of-h with ``h ~ Poisson(μ)`` (P&S Thm 6; ``dp_accounting``'s ``shape=inf``).
 
     ``ε̃(λ) = ε(λ) + μ·δ̂ + log(μ)/(λ-1)`` where the base mechanism is (ε̂, δ̂)-DP at
-    ``ε̂ = log(1 + 1/(λ-1))`` (the largest ε̂ the theorem allows); δ̂ is obtained from the base RDP
-    curve by :func:`rdp_to_delta`.  ``monotone`` as in :func:`tnb_rdp`.
+    ``ε̂ = log(1 + 1/(λ-1))`` (the largest ε̂ the theorem allows).  The theorem accepts *any* valid δ̂:
+    with ``delta_hat=None`` it is obtained from the base RDP curve by :func:`rdp_to_delta` (as
+    ``dp_accounting``); pass a callable ``ε̂ ↦ δ̂`` (vectorised) giving the base mechanism's privacy
+    profile, e.g. the exact one of :func:`base_delta`, for the tighter bound.  ``monotone`` as in
+    :func:`tnb_rdp`.
     """
     orders, rdp = _orders_rdp(orders, rdp)
     mu = float(check_positive("mean_runs", mean_runs))
     out = np.full(orders.shape, np.inf)
     gt1 = orders > 1
     eps_hat = np.log1p(1.0 / (orders[gt1] - 1.0))
-    delta_hat = np.atleast_1d(rdp_to_delta(orders, rdp, eps_hat))
+    if delta_hat is None:
+        delta_hat = np.atleast_1d(rdp_to_delta(orders, rdp, eps_hat))
+    else:
+        delta_hat = np.broadcast_to(np.asarray(delta_hat(eps_hat), dtype=float), eps_hat.shape)
     out[gt1] = rdp[gt1] + mu * delta_hat + math.log(mu) / (orders[gt1] - 1.0)
     if monotone:
         out = _monotone_envelope(orders, out)
@@ -327,15 +357,16 @@ def poisson_rdp(orders, rdp, mean_runs, *, monotone: bool = True):
 
 
 def tuned_rdp(orders, rdp, distribution: str, mean_runs: Optional[float] = None, eta: Optional[float] = None,
-              *, monotone: bool = True):
-    """Dispatch: :func:`tnb_rdp` (needs ``eta``), :func:`poisson_rdp`, or the base curve for ``"none"``."""
+              *, monotone: bool = True, delta_hat=None):
+    """Dispatch: :func:`tnb_rdp` (needs ``eta``), :func:`poisson_rdp` (``delta_hat`` passed on), or the base
+    curve for ``"none"``."""
     check_choice("distribution", distribution, DISTRIBUTIONS)
     if distribution == "none":
         return _orders_rdp(orders, rdp)[1].copy()
     if mean_runs is None:
         raise ValueError(f"mean_runs is required for distribution={distribution!r}")
     if distribution == "poisson":
-        return poisson_rdp(orders, rdp, mean_runs, monotone=monotone)
+        return poisson_rdp(orders, rdp, mean_runs, monotone=monotone, delta_hat=delta_hat)
     if eta is None:
         raise ValueError("eta is required for distribution='tnb' (a float in (-1, inf))")
     return tnb_rdp(orders, rdp, eta, mean_runs, monotone=monotone)
@@ -399,9 +430,62 @@ def base_rdp(noise_multiplier: float, *, mechanism: str = "gaussian", sample_rat
     return np.asarray(subsampled_gaussian_rdp(orders, z, q, t, backend="numpy"), dtype=float)
 
 
+def _dpsgd_pld(noise_multiplier: float, sample_rate: float, steps: int):
+    """``dp_accounting`` PLD accountant holding ``steps`` Poisson-subsampled Gaussian steps (add/remove)."""
+    from dp_accounting import dp_event
+    from dp_accounting.pld import pld_privacy_accountant as pa
+
+    acc = pa.PLDAccountant()
+    acc.compose(dp_event.SelfComposedDpEvent(
+        dp_event.PoissonSampledDpEvent(sample_rate, dp_event.GaussianDpEvent(noise_multiplier)), steps))
+    return acc
+
+
+def base_delta(eps_hat, noise_multiplier: float, *, mechanism: str = "gaussian", sample_rate: Optional[float] = None,
+               steps: Optional[int] = None):
+    """Privacy profile δ(ε̂) of one run of the base mechanism, as tight as known; vectorised over ``eps_hat``.
+
+    ``"gaussian"``: exact, Balle & Wang 2018 Thm 8 (:func:`fedtheory.privacy.gaussian.gaussian_delta`).
+    ``"dpsgd"``: ``dp_accounting``'s PLD accountant (pessimistic discretisation, so an upper bound on the
+    exact δ; add/remove adjacency).  This is the δ̂ that P&S Thm 6 accepts (:func:`poisson_rdp`).
+    """
+    z = float(check_positive("noise_multiplier", noise_multiplier))
+    q, t = _check_mechanism(mechanism, sample_rate, steps)
+    eps_hat = as_float_array("eps_hat", eps_hat)
+    if (eps_hat < 0).any():
+        raise ValueError(f"eps_hat must be >= 0 (got {eps_hat.min()!r})")
+    if mechanism == "gaussian":
+        from fedtheory.privacy.gaussian import gaussian_delta
+
+        out = np.asarray(gaussian_delta(eps_hat, z), dtype=float)
+    else:
+        acc = _dpsgd_pld(z, q, t)
+        out = np.vectorize(lambda e: float(acc.get_delta(float(e))))(eps_hat)
+    out = np.minimum(out, 1.0)
+    return out.item() if out.ndim == 0 else out
+
+
+def _check_bound(bound: str) -> str:
+    return check_choice("bound", bound, BOUNDS)
+
+
+def _tuned_curve(noise_multiplier, distribution, mean_runs, eta, mechanism, sample_rate, steps, orders, bound):
+    """(orders, tuned RDP curve) as :func:`tuned_epsilon` converts it (``bound`` as there)."""
+    orders = _default_orders(mechanism) if orders is None else as_float_array("orders", orders).ravel()
+    delta_hat = None
+    if bound == "tight":
+        if distribution == "tnb" and mechanism == "gaussian" and eta is not None:
+            orders = np.unique(np.append(orders, gaussian_lambda_hat(noise_multiplier, eta, mean_runs)))
+        if distribution == "poisson":
+            delta_hat = lambda e: base_delta(e, noise_multiplier, mechanism=mechanism,  # noqa: E731
+                                             sample_rate=sample_rate, steps=steps)
+    rdp = base_rdp(noise_multiplier, mechanism=mechanism, sample_rate=sample_rate, steps=steps, orders=orders)
+    return orders, tuned_rdp(orders, rdp, distribution, mean_runs, eta, delta_hat=delta_hat)
+
+
 def tuned_epsilon(noise_multiplier: float, delta: float, distribution: str, mean_runs: Optional[float] = None,
                   eta: Optional[float] = None, *, mechanism: str = "gaussian", sample_rate: Optional[float] = None,
-                  steps: Optional[int] = None, orders=None) -> float:
+                  steps: Optional[int] = None, orders=None, bound: str = "tight") -> float:
     """ε of the whole tuned procedure (best of ``h`` runs of the base mechanism) at ``delta``.
 
     Parameters
@@ -411,16 +495,31 @@ def tuned_epsilon(noise_multiplier: float, delta: float, distribution: str, mean
     distribution : ``"tnb"`` (needs ``eta`` > -1), ``"poisson"``, or ``"none"`` (one run, no tuning).
     mean_runs : E[h] (> 1 for TNB, > 0 for Poisson); ignored for ``"none"``.
     mechanism, sample_rate, steps, orders : the base mechanism, see :func:`base_rdp`.
+    bound : ``"tight"`` (default) or ``"rdp"``, see the module docstring (:data:`BOUNDS`).
 
     Composition: RDP of the base mechanism → Thm F.2 / P&S Thm 6 → Lemma A.2 conversion
-    (:func:`fedtheory.privacy.rdp.rdp_to_epsilon`, ``conversion="improved"``).
+    (:func:`fedtheory.privacy.rdp.rdp_to_epsilon`, ``conversion="improved"``).  With ``bound="tight"``
+    the untuned ε is the exact one (analytic Gaussian / PLD), the Poisson δ̂ is the exact profile and,
+    for the Gaussian, TNB's λ̂ is the continuous optimum.
     """
     from fedtheory.privacy.rdp import rdp_to_epsilon
 
     delta = float(check_open_interval("delta", delta, 0.0, 1.0))
-    orders = _default_orders(mechanism) if orders is None else as_float_array("orders", orders).ravel()
-    rdp = base_rdp(noise_multiplier, mechanism=mechanism, sample_rate=sample_rate, steps=steps, orders=orders)
-    curve = tuned_rdp(orders, rdp, distribution, mean_runs, eta)
+    bound = _check_bound(bound)
+    check_choice("distribution", distribution, DISTRIBUTIONS)
+    if bound == "tight" and distribution == "none":
+        z = float(check_positive("noise_multiplier", noise_multiplier))
+        q, t = _check_mechanism(mechanism, sample_rate, steps)
+        if mechanism == "gaussian":
+            from fedtheory.privacy.gaussian import gaussian_epsilon
+
+            return float(gaussian_epsilon(z, delta))
+        from fedtheory.privacy.accountants import get_accountant
+        from fedtheory.privacy.events import dpsgd_event
+
+        return float(get_accountant("pld").epsilon(dpsgd_event(z, q, t), delta))
+    orders, curve = _tuned_curve(noise_multiplier, distribution, mean_runs, eta, mechanism, sample_rate, steps,
+                                 orders, bound)
     finite = np.isfinite(curve)
     eps, _ = rdp_to_epsilon(orders[finite], curve[finite], delta, conversion="improved")
     return float(eps)
@@ -429,27 +528,41 @@ def tuned_epsilon(noise_multiplier: float, delta: float, distribution: str, mean
 def tuned_noise_multiplier(target_eps: float, delta: float, distribution: str, mean_runs: Optional[float] = None,
                            eta: Optional[float] = None, *, mechanism: str = "gaussian",
                            sample_rate: Optional[float] = None, steps: Optional[int] = None, orders=None,
-                           rtol: float = 1e-7) -> float:
+                           rtol: float = 1e-7, bound: str = "tight") -> float:
     """Smallest noise multiplier z (up to ``rtol``) such that the tuned procedure is (target_eps, δ)-DP.
 
-    Same parameters as :func:`tuned_epsilon`.  ε(z) is non-increasing in z (every term of the bounds
-    is), so :func:`fedtheory.privacy.calibration.calibrate` (bracketing, Brent on log z, one-sided stop;
-    deterministic) on the event ``z ↦ RdpCurveDpEvent(tuned curve)`` returns a point at most ``rtol``
-    above the root whose ε is *verified* ≤ target, hence ``tuned_epsilon(result, ...) <= target_eps`` is guaranteed (and asserted).  Noise std of the
+    Same parameters as :func:`tuned_epsilon` (``bound="tight"`` by default).  ε(z) is non-increasing in z
+    (every term of the bounds is), so :func:`fedtheory.privacy.calibration.calibrate` (bracketing, Brent on
+    log z, one-sided stop; deterministic) on the event ``z ↦ RdpCurveDpEvent(tuned curve)`` returns a point
+    at most ``rtol`` above the root whose ε is *verified* ≤ target, hence ``tuned_epsilon(result, ...) <=
+    target_eps`` is guaranteed (and asserted).  Untuned with ``bound="tight"``: the analytic Gaussian
+    (``"gaussian"``) or ``calibrate`` with the PLD accountant (``"dpsgd"``).  Noise std of the
     base mechanism = ``z × sensitivity`` (e.g. the clip bound c for MR-MTL's mean estimation).
     """
     target = float(check_positive("target_eps", target_eps))
     rtol = float(check_positive("rtol", rtol))
     f = lambda z: tuned_epsilon(z, delta, distribution, mean_runs, eta, mechanism=mechanism,  # noqa: E731
-                                sample_rate=sample_rate, steps=steps, orders=orders)
+                                sample_rate=sample_rate, steps=steps, orders=orders, bound=bound)
     # the one calibration of the book (fedtheory.privacy.calibration.calibrate) on the tuned RDP curve
     from fedtheory.privacy.calibration import calibrate
-    from fedtheory.privacy.events import rdp_curve_event
+    from fedtheory.privacy.events import dpsgd_event, rdp_curve_event
 
-    o = _default_orders(mechanism) if orders is None else as_float_array("orders", orders).ravel()
-    event = lambda z: rdp_curve_event(o, tuned_rdp(o, base_rdp(z, mechanism=mechanism, sample_rate=sample_rate,  # noqa: E731
-                                                               steps=steps, orders=o), distribution, mean_runs, eta))
-    hi = calibrate(event, target, delta, "rdp", rtol=min(rtol, 1e-3))
+    bound = _check_bound(bound)
+    check_choice("distribution", distribution, DISTRIBUTIONS)
+    if bound == "tight" and distribution == "none":
+        q, t = _check_mechanism(mechanism, sample_rate, steps)
+        if mechanism == "gaussian":
+            from fedtheory.privacy.gaussian import analytic_gaussian_sigma
+
+            hi = float(analytic_gaussian_sigma(target, delta))
+            while f(hi) > target:  # gaussian_epsilon's own root-finding may sit 1e-12 above: step up
+                hi *= 1.0 + 1e-12
+        else:
+            hi = calibrate(lambda z: dpsgd_event(z, q, t), target, delta, "pld", rtol=min(rtol, 1e-3))
+    else:
+        event = lambda z: rdp_curve_event(*_tuned_curve(z, distribution, mean_runs, eta, mechanism,  # noqa: E731
+                                                        sample_rate, steps, orders, bound))
+        hi = calibrate(event, target, delta, "rdp", rtol=min(rtol, 1e-3))
     assert f(hi) <= target
     return hi
 
@@ -470,9 +583,10 @@ class TunedCalibration:
 
 def calibration_table(target_eps: float, delta: float, mean_runs: float, etas=(-0.5, 0.0, 0.5, 1.0, 2.0, 5.0),
                       *, poisson: bool = True, mechanism: str = "gaussian", sample_rate: Optional[float] = None,
-                      steps: Optional[int] = None, orders=None) -> list[TunedCalibration]:
-    """Noise multipliers untuned vs tuned (TNB for each η, then Poisson), each re-checked by :func:`tuned_epsilon`."""
-    kw = dict(mechanism=mechanism, sample_rate=sample_rate, steps=steps, orders=orders)
+                      steps: Optional[int] = None, orders=None, bound: str = "tight") -> list[TunedCalibration]:
+    """Noise multipliers untuned vs tuned (TNB for each η, then Poisson), each re-checked by :func:`tuned_epsilon`
+    (same ``bound`` for every row)."""
+    kw = dict(mechanism=mechanism, sample_rate=sample_rate, steps=steps, orders=orders, bound=bound)
     z0 = tuned_noise_multiplier(target_eps, delta, "none", **kw)
     rows = [TunedCalibration("untuned", "none", None, None, 1.0, z0, 1.0,
                              tuned_epsilon(z0, delta, "none", **kw))]
@@ -548,3 +662,34 @@ def finite_rdp(p, q, orders) -> np.ndarray:
         return out
 
     return np.maximum(d(p, q), d(q, p))
+
+
+# ----------------------------------------------------------------------------------------------------
+# Prop. F.1 (P&S Prop. 17): with h fixed, best-of-h can cost h-fold composition
+# ----------------------------------------------------------------------------------------------------
+
+def fixed_h_lower_bound(eps, order, h):
+    """Printed Prop. F.1 lower bound ``ε̂(α) = hε − h log(1 + e^{−ε})/(α − 1)`` on the RDP of best-of-h (fixed h)."""
+    eps = check_positive("eps", eps)
+    order = as_float_array("order", order)
+    if (order <= 1).any():
+        raise ValueError(f"order must be > 1 (got {order.min()!r})")
+    h = check_integer_at_least("h", h, 1)
+    out = h * eps - h * np.log1p(np.exp(-eps)) / (order - 1.0)
+    return out.item() if np.ndim(out) == 0 else out
+
+
+def fixed_h_example(eps: float, h: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (ε, 0)-DP base mechanism behind Prop. F.1, and its best-of-h output laws (worst output first).
+
+    Base M: two outputs, "bad" (0) and "good" (1), with ``P_D(0) = 1/(1+e^{−ε})``, ``P_D'(0) = e^{−ε}/(1+e^{−ε})``
+    (likelihood ratios e^{±ε}: exactly ε-DP).  Best-of-h outputs 0 only if all h runs do, so
+    ``P(0) = P_M(0)^h`` on each input: the ratio is e^{hε}, i.e. no better than hε-DP, and the Rényi divergence
+    at order α is at least the contribution of that output, which is exactly :func:`fixed_h_lower_bound`.
+    Returns ``(p, q)``: best-of-h output laws on D and D' (outputs 0, 1).
+    """
+    eps = float(check_positive("eps", eps))
+    h = int(check_integer_at_least("h", h, 1))
+    p0 = 1.0 / (1.0 + math.exp(-eps))
+    q0 = math.exp(-eps) / (1.0 + math.exp(-eps))
+    return np.array([p0**h, 1.0 - p0**h]), np.array([q0**h, 1.0 - q0**h])

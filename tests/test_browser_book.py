@@ -1,0 +1,52 @@
+"""The browser test of the built book: every page opened in headless Chromium (``tools/browser_check.py``).
+
+``make test`` builds the book once and then runs this file with ``FEDBOOK_BROWSER_BOOK=_build/html``
+(``make browser`` runs it on an existing build).  Without that variable the book is not built here:
+a plain ``pytest tests`` skips this file instead of spending minutes on a build.  The full report is
+written to ``<book>/../browser_report.txt``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tools"))
+import browser_check  # noqa: E402
+
+BOOK = os.environ.get("FEDBOOK_BROWSER_BOOK")
+pytestmark = pytest.mark.skipif(not BOOK, reason="run by `make test` after the book build (FEDBOOK_BROWSER_BOOK)")
+
+
+@pytest.fixture(scope="module")
+def reports():
+    root = (REPO / BOOK).resolve()
+    found = browser_check.check_book(root)
+    text = browser_check.format_reports(found)
+    (root.parent / "browser_report.txt").write_text(text + "\n", encoding="utf-8")
+    print(text)
+    return found
+
+
+def test_every_chapter_was_opened(reports):
+    pages = {r.page for r in reports}
+    chapters = {p.stem for p in (REPO / "book").glob("*.ipynb")}
+    assert {f"book/{c}.html" for c in chapters} <= pages
+
+
+def test_every_widget_is_there_and_redraws(reports):
+    # 8 widgets in 5 chapters; each one's controls were moved by the checker
+    per_page = {r.page: r.widgets for r in reports if r.widgets}
+    assert per_page == {"book/fedhdp_theory.html": 3, "book/mean_estimation.html": 2,
+                        "book/privacy_primer.html": 1, "book/secagg.html": 1, "book/tuning_cost.html": 1}
+    problems = [(r.page, d) for r in reports for kind, d in r.problems if kind == "widget"]
+    assert problems == []
+
+
+@pytest.mark.parametrize("kind", ["console", "math", "raw-tex", "image", "table"])
+def test_no_page_has_problems_of_kind(reports, kind):
+    problems = [f"{r.page}: {d}" for r in reports for k, d in r.problems if k == kind]
+    assert not problems, f"{len(problems)} {kind} problem(s):\n" + "\n".join(problems)

@@ -1,0 +1,120 @@
+"""Test the browser test: ``tools/browser_check.py`` must pass a clean planted page and fail on each
+planted problem (untypeset formula, raw TeX, frozen widget, broken image, console error, wide table).
+
+The pages are tiny HTML files written to a temporary folder, with the vendored MathJax (``_vendor/``,
+written by ``make venv``) where a page typesets math; one Chromium session checks all of them.
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tools"))
+import browser_check  # noqa: E402
+
+from fedtheory.widgets import figure_widget  # noqa: E402
+
+MATHJAX = REPO / "_vendor" / "mathjax"
+
+
+def _page(body: str, mathjax: bool = True) -> str:
+    head = ('<script>window.MathJax = {tex: {inlineMath: [["\\\\(", "\\\\)"]]}};</script>'
+            '<script defer src="_vendor/mathjax/tex-mml-chtml.js"></script>') if mathjax else ""
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>planted</title>{head}</head>"
+            f"<body><main><article class='bd-article' style='width:700px'>{body}</article></main></body></html>")
+
+
+def _moving(a: float):
+    fig, ax = plt.subplots(figsize=(2, 1.5))
+    ax.plot([0, 1], [0, a])
+    return fig
+
+
+def _frozen(a: float):  # ignores its slider: every frame is the same figure
+    fig, ax = plt.subplots(figsize=(2, 1.5))
+    ax.plot([0, 1], [0, 1])
+    return fig
+
+
+def _widget_html(plot) -> str:
+    w = figure_widget(plot, a=widgets.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.5))
+    html = w.static_html()
+    w.close()
+    return html
+
+
+GOOD = ("<h1>A clean page</h1><p>Inline math <span class='math notranslate nohighlight'>\\(x^2+\\lambda\\)</span> "
+        "and a display:</p><div class='math notranslate nohighlight'>\\[\\frac{a}{b}\\]</div>"
+        "<table><tr><th>a</th><td>1</td></tr></table>")
+
+PAGES = {
+    "good.html": lambda: _page(GOOD + _widget_html(_moving)),
+    "untypeset.html": lambda: _page("<p>MathJax never runs here: "
+                                    "<span class='math notranslate nohighlight'>\\(\\sigma^2\\)</span></p>",
+                                    mathjax=False),
+    "raw_dollar.html": lambda: _page("<p>The error is $\\tau^2$ per coordinate.</p>"),
+    "frozen.html": lambda: _page(_widget_html(_frozen)),
+    "broken_image.html": lambda: _page("<p>figure:</p><img src='missing.png' alt='missing'>"),
+    "console.html": lambda: _page("<p>text</p><script>undefined_function_of_the_page();</script>"),
+    "wide_table.html": lambda: _page("<table style='width:1600px'><tr><th>derived</th><td>printed</td></tr></table>"),
+    "ipywidget.html": lambda: _page("<div class='jupyter-widgets widget-slider'>frozen slider</div>"),
+}
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    if not (MATHJAX / "tex-mml-chtml.js").exists():
+        pytest.fail(f"{MATHJAX} missing: run `make venv` (tools/vendor_js.sh) first")
+    root = tmp_path_factory.mktemp("planted")
+    shutil.copytree(MATHJAX, root / "_vendor" / "mathjax")
+    for name, make in PAGES.items():
+        (root / name).write_text(make(), encoding="utf-8")
+    found = browser_check.check_book(root, pages=list(PAGES))
+    print(browser_check.format_reports(found))
+    return {r.page: r for r in found}
+
+
+def kinds(report) -> set[str]:
+    return {kind for kind, _ in report.problems}
+
+
+def test_clean_page_passes(reports):
+    assert reports["good.html"].problems == []
+    assert reports["good.html"].widgets == 1
+
+
+def test_untypeset_formula_fails(reports):
+    assert kinds(reports["untypeset.html"]) == {"math"}
+    assert "sigma" in reports["untypeset.html"].problems[0][1]
+
+
+def test_raw_dollar_fails(reports):
+    assert kinds(reports["raw_dollar.html"]) == {"raw-tex"}
+
+
+def test_frozen_widget_fails(reports):
+    assert kinds(reports["frozen.html"]) == {"widget"}
+    assert "does not change" in reports["frozen.html"].problems[0][1]
+
+
+def test_broken_image_fails(reports):
+    assert "image" in kinds(reports["broken_image.html"])  # and the 404 in the console
+
+
+def test_console_error_fails(reports):
+    assert kinds(reports["console.html"]) == {"console"}
+    assert "undefined_function_of_the_page" in reports["console.html"].problems[0][1]
+
+
+def test_wide_table_fails(reports):
+    assert kinds(reports["wide_table.html"]) == {"table"}
+
+
+def test_ipywidget_from_saved_state_fails(reports):
+    assert kinds(reports["ipywidget.html"]) == {"widget"}

@@ -1,0 +1,249 @@
+"""Open every page of a built HTML book in headless Chromium, as a reader would, and report problems.
+
+Usage: ``python tools/browser_check.py [_build/html] [--page PATH ...]``; exit status 1 when a page
+has a problem.  ``tests/test_browser_book.py`` runs it on the built book (``make test``) and
+``tests/test_browser_checker.py`` on planted pages (the checks must fail on planted problems).
+
+The pages are served by a local HTTP server (as a web host would) and opened with Debian's
+``chromium`` through Selenium and Debian's ``chromedriver`` (``tools/setup_env.sh`` installs both;
+nothing is downloaded at run time).  Checks per page:
+
+``console``   errors in the browser console (JS exceptions, ``console.error``, failed loads);
+``math``      math that MathJax did not typeset (a ``.math`` element with no MathJax output, or a
+              MathJax error);
+``raw-tex``   ``$``, ``\\(`` or ``\\[`` in the visible text outside code;
+``image``     images that did not load (``naturalWidth == 0``);
+``widget``    a widget whose figure does not change when a slider moves (each control of each
+              ``.fedbook-widget`` is moved to another value; an ``ipywidgets`` view drawn from saved
+              state, which cannot redraw without a kernel, fails too);
+``table``     a table wider than the text column (at a 1280 px wide window).
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-dev-shm-usage", "--window-size=1280,900"]
+SKIP_DIRS = {"_static", "_sources", "_images", "_vendor", "_sphinx_design_static", ".doctrees", "jupyter_execute"}
+
+
+@dataclass
+class PageReport:
+    page: str
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    widgets: int = 0
+
+    def add(self, kind: str, detail: str) -> None:
+        self.problems.append((kind, detail))
+
+
+def find_binary(*names: str) -> str:
+    for name in names:
+        path = shutil.which(name) or (name if os.path.exists(name) else None)
+        if path:
+            return path
+    raise FileNotFoundError(f"none of {names} found on PATH; install Debian's chromium and chromium-driver "
+                            "(tools/setup_env.sh does: apt-get install chromium chromium-driver)")
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # noqa: D401 - keep test output clean
+        pass
+
+
+def serve(root: Path):
+    """Serve ``root`` on 127.0.0.1 (a free port) in a daemon thread; returns (server, base_url)."""
+    handler = functools.partial(_QuietHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+def start_browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    os.environ.setdefault("SE_OFFLINE", "true")  # never let Selenium Manager fetch a browser or driver
+    options = webdriver.ChromeOptions()
+    options.binary_location = find_binary("chromium", "/usr/bin/chromium", "chromium-browser")
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tempfile.mkdtemp(prefix='fedbook-chromium-')}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = Service(executable_path=find_binary("chromedriver", "/usr/bin/chromedriver"))
+    driver = webdriver.Chrome(options=options, service=service)
+    driver.set_page_load_timeout(60)
+    driver.set_script_timeout(60)
+    return driver
+
+
+_WAIT_MATHJAX = """
+const done = arguments[arguments.length - 1];
+const settle = () => setTimeout(() => done(true), 200);
+if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+  MathJax.startup.promise.then(() => (MathJax.typesetPromise ? MathJax.typesetPromise() : null))
+    .then(settle, settle);
+} else { settle(); }
+"""
+
+_INSPECT = r"""
+const out = {math: [], raw: [], images: [], tables: [], ipywidgets: 0};
+const visible = (el) => !!(el.offsetWidth || el.offsetHeight || el.getClientRects().length);
+document.querySelectorAll('.math, span.math, div.math').forEach((el) => {
+  if (!visible(el)) return;
+  if (!el.querySelector('mjx-container') || el.querySelector('mjx-merror, merror'))
+    out.math.push(el.textContent.trim().slice(0, 80));
+});
+document.querySelectorAll('mjx-merror').forEach((el) => out.math.push('MathJax error: ' + el.textContent.slice(0, 80)));
+// visible text outside code, math and scripts
+const skip = 'pre, code, script, style, mjx-container, .math, textarea, kbd, samp, .highlight';
+const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+const re = /\$|\\\(|\\\)|\\\[|\\\]|\\(frac|sigma|lambda|tau|epsilon|varepsilon|mathcal|mathrm|sum|sqrt)\b/;
+let node;
+while ((node = walker.nextNode())) {
+  const p = node.parentElement;
+  if (!p || p.closest(skip) || !visible(p)) continue;
+  const m = node.textContent.match(re);
+  if (m) {
+    const t = node.textContent, i = m.index;
+    out.raw.push(t.slice(Math.max(0, i - 40), i + 40).replace(/\s+/g, ' '));
+  }
+}
+for (const el of [document.querySelector('title')]) {
+  if (el && re.test(el.textContent)) out.raw.push('<title> ' + el.textContent.slice(0, 80));
+}
+document.querySelectorAll('img').forEach((img) => {
+  if (!img.complete || img.naturalWidth === 0)
+    out.images.push((img.getAttribute('src') || '').slice(0, 80));
+});
+const column = ['article.bd-article', '.bd-article-container', 'main article', '[role=main]', 'main', 'body']
+  .map((sel) => document.querySelector(sel)).find((el) => el);
+const colRight = column.getBoundingClientRect().right;
+const colWidth = column.clientWidth;
+document.querySelectorAll('table').forEach((t) => {
+  if (!visible(t) || !column.contains(t)) return;
+  const w = Math.max(t.scrollWidth, t.getBoundingClientRect().width);
+  const right = t.getBoundingClientRect().left + w;
+  if (w > colWidth + 1 || right > colRight + 1) {
+    const cap = t.querySelector('caption, th');
+    out.tables.push(`${Math.round(w)} px > column ${Math.round(colWidth)} px: ` +
+                    (cap ? cap.textContent.trim().slice(0, 60) : t.textContent.trim().slice(0, 60)));
+  }
+});
+out.ipywidgets = document.querySelectorAll('.jupyter-widgets, .widget-slider, .widget-hslider, ' +
+                                           'script[type="application/vnd.jupyter.widget-view+json"]').length;
+return out;
+"""
+
+_WIDGETS = r"""
+const done = arguments[arguments.length - 1];
+const loaded = (img) => (img.decode ? img.decode() : Promise.resolve()).then(() => img.naturalWidth > 0, () => false);
+(async () => {
+  const res = [];
+  const all = Array.from(document.querySelectorAll('.fedbook-widget'));
+  for (const [wi, w] of all.entries()) {
+    const label = (w.id || ('widget ' + wi));
+    const imgs = w.querySelectorAll('img');
+    if (imgs.length !== 1) { res.push(label + ': ' + imgs.length + ' figures, not one'); continue; }
+    const img = imgs[0];
+    let moved = 0;
+    for (const el of w.querySelectorAll('[data-control]')) {
+      const name = (el.closest('label') || el).textContent.trim().split(/\s/)[0];
+      const n = el.tagName === 'SELECT' ? el.options.length : parseInt(el.max, 10) - parseInt(el.min, 10) + 1;
+      if (el.disabled || n < 2) continue;
+      moved += 1;
+      const before = img.src, old = el.value;
+      el.value = String((parseInt(old, 10) + 1) % n);
+      el.dispatchEvent(new Event('input', {bubbles: true}));
+      el.dispatchEvent(new Event('change', {bubbles: true}));
+      if (img.src === before) res.push(label + ': figure does not change when "' + name + '" moves');
+      else if (!(await loaded(img))) res.push(label + ': figure broken after "' + name + '" moves');
+      el.value = old;
+      el.dispatchEvent(new Event('input', {bubbles: true}));
+    }
+    if (!moved) res.push(label + ': no control moves the figure');
+  }
+  done({problems: res, count: all.length});
+})().catch((e) => done({problems: ['widget check failed: ' + e], count: -1}));
+"""
+
+
+def check_page(driver, url: str, name: str) -> PageReport:
+    report = PageReport(name)
+    driver.get_log("browser")  # drop the previous page's messages
+    driver.get(url)
+    driver.execute_async_script(_WAIT_MATHJAX)
+    found = driver.execute_script(_INSPECT)
+    widgets = driver.execute_async_script(_WIDGETS)
+    report.widgets = widgets["count"]
+    for text in found["math"]:
+        report.add("math", f"not typeset: {text!r}")
+    for text in found["raw"]:
+        report.add("raw-tex", f"visible raw TeX: {text!r}")
+    for src in found["images"]:
+        report.add("image", f"broken image: {src!r}")
+    for text in found["tables"]:
+        report.add("table", f"table wider than the column: {text}")
+    for text in widgets["problems"]:
+        report.add("widget", text)
+    if found["ipywidgets"]:
+        report.add("widget", f"{found['ipywidgets']} ipywidgets element(s) drawn from saved state: frozen without "
+                             "a kernel")
+    for entry in driver.get_log("browser"):
+        # the browser asks every site for /favicon.ico on its own; a page without one is not an error
+        if entry.get("level") == "SEVERE" and "/favicon.ico " not in entry.get("message", ""):
+            report.add("console", entry.get("message", "")[:300])
+    return report
+
+
+def pages_of(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*.html") if not (set(p.relative_to(root).parts[:-1]) & SKIP_DIRS))
+
+
+def check_book(root: Path | str, pages: list[str] | None = None) -> list[PageReport]:
+    """Check every page under ``root`` (or the given relative ``pages``); one report per page."""
+    root = Path(root)
+    if not (root / "index.html").exists() and not pages:
+        raise FileNotFoundError(f"no built book at {root} (index.html missing); build it with `make book`")
+    paths = [root / p for p in pages] if pages else pages_of(root)
+    server, base = serve(root)
+    driver = start_browser()
+    try:
+        return [check_page(driver, base + p.relative_to(root).as_posix(), p.relative_to(root).as_posix())
+                for p in paths]
+    finally:
+        driver.quit()
+        server.shutdown()
+
+
+def format_reports(reports: list[PageReport]) -> str:
+    lines = []
+    for r in reports:
+        status = "ok" if not r.problems else f"{len(r.problems)} problem(s)"
+        lines.append(f"{r.page}: {status}" + (f" ({r.widgets} widgets)" if r.widgets else ""))
+        lines.extend(f"    [{kind}] {detail}" for kind, detail in r.problems)
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("root", nargs="?", default="_build/html")
+    parser.add_argument("--page", action="append", help="a page relative to root (repeatable)")
+    args = parser.parse_args(argv)
+    reports = check_book(args.root, args.page)
+    print(format_reports(reports))
+    return 1 if any(r.problems for r in reports) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
