@@ -64,12 +64,13 @@ __all__ = [
 #: Bumped whenever a change of the engine changes the numbers a config produces or its key (part of
 #: ``key()``).  2: method options nested under ``options``; rows record the data file and checksum.
 #: 3: deterministic noise calibration (the privacy ledger) changes the noise multipliers slightly.
-ENGINE_VERSION = 3
+#: 4: clip-together clipping takes the norm of the summed vector, computed stably (issue 14 item 1).
+ENGINE_VERSION = 4
 
 from fedtheory.privacy.accountants import ACCOUNTANTS  # noqa: E402  (the one registry of accountants)
 #: Server aggregation: weights n_k / Σn (the released code) or 1/K.
 AGGREGATIONS = ("weighted", "uniform")
-MODELS = ("linear",)
+MODELS = ("linear", "mlp")
 DEVICES = ("cpu", "cuda")
 
 
@@ -143,7 +144,8 @@ class RunConfig:
     accountant: str = param("rdp", kind="choice", choices=ACCOUNTANTS, help="privacy accountant")
     aggregation: str = param("weighted", kind="choice", choices=AGGREGATIONS,
                              help="server aggregation weights: n_k/sum(n) or 1/K")
-    model: str = param("linear", kind="choice", choices=MODELS, help="model")
+    model: str = param("linear", kind="choice", choices=MODELS,
+                       help="model: 'linear' (closed-form gradients) or 'mlp' (one tanh hidden layer of 32, torch.func)")
     eval_every: int = param(0, kind="int", low=0, help="record the test metric every that many rounds (0 = final only)")
     dataset_options: Mapping[str, Any] = param(default_factory=dict, kind="mapping",
                                                help="the dataset loader's options")

@@ -4,7 +4,10 @@ One DP-SGD step of silo ``k`` (Abadi et al. 2016; the paper's Sec. 3 and App. C.
 
 1. Poisson sampling: every training record of silo ``k`` enters the batch independently with
    probability ``q_k`` (:func:`fedtrain.ledger.sample_rates`, the rate the ledger charges);
-2. per-example clipping of the gradient to L2 norm ``c`` (factor ``min(1, c/(‖g_i‖ + 1e-6))``, Opacus');
+2. per-example clipping of the gradient to L2 norm ``c`` (factor ``min(1, c/(‖g_i‖ + 1e-6))``, Opacus'),
+   by the model's :meth:`~fedtrain.models.FunctionalModel.clipped_grad_sum` (closed form for the
+   linear model, ``torch.func`` per-example gradients for any model; with a proximal term ``P`` in
+   ``clip-together`` mode the norm is that of the summed vector ``g_i + P``, computed stably);
 3. Gaussian noise ``N(0, (z_k c)² I)`` added to the clipped sum, ``z_k`` calibrated for silo ``k``'s own
    (ε_k, δ_k), steps and ``q_k``;
 4. division by the *expected* batch size ``q_k n_k`` (Opacus' ``expected_batch_size`` normalization),
@@ -13,7 +16,8 @@ One DP-SGD step of silo ``k`` (Abadi et al. 2016; the paper's Sec. 3 and App. C.
 Silos differ in their number of steps per epoch ``m_k``: a step index ``j ≥ m_k`` is masked for silo
 ``k`` (no update, no privacy spent; it only draws random numbers so that streams stay aligned).
 
-Batches of S stacked configurations (a sweep) are drawn from S independent generators, one per
+Parameters are flat: ``(S, K, D)`` for S configurations, K silos, D model parameters
+(:mod:`fedtrain.models`).  Batches of S stacked configurations (a sweep) are drawn from S independent generators, one per
 configuration, seeded by the configuration's seed: a configuration gives the same numbers whether it
 runs alone or in a sweep (up to float32 summation order).
 """
@@ -58,9 +62,9 @@ def draw_noise(generators: list[torch.Generator], shape: tuple[int, ...], like: 
 def dp_direction(model, loss, w, batch, *, clip, noise, noise_std, denom, prox=None, prox_mode="clip-together"):
     """The privatized update direction of every (configuration, silo) for one step.
 
-    ``clip (S,K)`` (``inf`` for non-private silos), ``noise (S,K,p,o)`` standard normal,
+    ``w (S,K,D)``; ``clip (S,K)`` (``inf`` for non-private silos), ``noise (S,K,D)`` standard normal,
     ``noise_std (S,K)`` = ``z_k c`` (0 for non-private silos), ``denom (K,)`` = expected batch sizes,
-    ``prox (S,K,p,o)`` the gradient of a parameter-only regularizer (MR-MTL: λ(w_k − w̄)), handled
+    ``prox (S,K,D)`` the gradient of a parameter-only regularizer (MR-MTL: λ(w_k − w̄)), handled
     by ``prox_mode``: ``clip-together`` adds it to each example's gradient before clipping (the
     released code), ``post-noise`` adds it to the privatized average (Sec. 5's update; free
     post-processing).  Returns ``(direction, per_example_norms)``.
@@ -68,7 +72,7 @@ def dp_direction(model, loss, w, batch, *, clip, noise, noise_std, denom, prox=N
     x, y, valid = batch
     inner = prox if (prox is not None and prox_mode == "clip-together") else None
     total, norms = model.clipped_grad_sum(w, x, y, valid, loss, clip, inner)
-    direction = (total + noise * noise_std[..., None, None]) / denom[None, :, None, None]
+    direction = (total + noise * noise_std[..., None]) / denom[None, :, None]
     if prox is not None and prox_mode == "post-noise":
         direction = direction + prox
     return direction, norms

@@ -9,9 +9,10 @@ it runs, a run whose ledger differs from its plan stops with ``LedgerMismatchErr
 ``eps_spent`` is computed from the ledger.
 
 Vectorization: the parameters of all K silos — and of S configurations of a sweep (e.g. every
-λ × learning rate of one method) — are one tensor ``(S, K, p, o)``; one DP-SGD step updates all of
-them at once (:mod:`fedtrain.dpsgd`).  Each configuration has its own random stream (seeded by its
-``seed``), so ``run_many`` returns what ``run`` returns for each configuration (up to float32
+λ × learning rate of one method) — are one tensor ``(S, K, D)`` (``D`` = the model's flat parameter
+count, :mod:`fedtrain.models`); one DP-SGD step updates all of them at once (:mod:`fedtrain.dpsgd`),
+with per-example gradients from the model's closed form (linear) or ``torch.func`` (any model).
+Each configuration has its own random stream (seeded by its ``seed``), so ``run_many`` returns what ``run`` returns for each configuration (up to float32
 summation order).  The Opacus-per-silo path in :mod:`fedtrain.reference` checks the engine.
 """
 from __future__ import annotations
@@ -29,7 +30,7 @@ from fedtrain import ledger
 from fedtrain.config import RunConfig, default_delta, paper_defaults
 from fedtrain.data.base import FederatedData
 from fedtrain.dpsgd import PoissonBatcher, dp_direction, draw_noise
-from fedtrain.models import LinearModel, loss_for_task
+from fedtrain.models import build_model, loss_for_task
 
 __all__ = ["RunResult", "run", "run_many", "validate", "resolve_budgets", "Trainer"]
 
@@ -53,7 +54,8 @@ class RunResult:
     ``curve_rounds`` when ``config.eval_every > 0``.  ``wall_time`` is seconds (for a config run in a
     batch of S by :func:`run_many`: the batch's time divided by S).  ``extras``: method-specific
     (IFCA: ``clusters``, ``selections``, ``select_eps``).  ``models``: the final
-    ``(K, d+1, o)`` weights each silo is evaluated with (bias last), only with ``keep_models=True``.
+    weights each silo is evaluated with, only with ``keep_models=True``: ``(K, d+1, o)`` for the
+    linear model (bias last), the flat ``(K, D)`` parameters otherwise (:meth:`~fedtrain.models.FunctionalModel.unflatten`).
     ``data``: what the data were (:meth:`fedtrain.data.base.FederatedData.summary`: name, real or
     stand-in, sizes, and for real data the file read and its SHA-256).
     """
@@ -185,7 +187,7 @@ class Trainer:
     """State of S stacked configurations of one method on one dataset, and the primitives methods use.
 
     Attributes the methods read: ``S, K, model, loss, lr (S,), lam (S,), agg (K,)`` aggregation
-    weights, ``m (K,)`` steps per epoch, ``gens`` (one generator per distinct seed, see below), ``cfg`` (the
+    weights, ``m (K,)`` steps per epoch, ``D`` (flat parameter count: parameters are ``(S, K, D)``), ``gens`` (one generator per distinct seed, see below), ``cfg`` (the
     first configuration: the non-batchable fields are common to all), ``eps, delta (S,K)``.
 
     Random streams: every random draw (batches, noise, IFCA's centres and selections) depends only on
@@ -194,9 +196,12 @@ class Trainer:
     (``U`` of them, ``S = U·c``), draws once per seed and shares the draws (and the gathered
     batches) across the ``c`` configurations of that seed: a configuration sees exactly the stream
     it would see alone.  Otherwise it keeps one generator per configuration (``U = S``).
+
+    ``model_options``: execution options of :func:`fedtrain.models.build_model` (``silo_chunk``;
+    ``closed_form=False`` forces the linear model onto the generic ``torch.func`` path).
     """
 
-    def __init__(self, configs: Sequence[RunConfig], data: FederatedData):
+    def __init__(self, configs: Sequence[RunConfig], data: FederatedData, model_options: dict | None = None):
         self.configs = list(configs)
         self.cfg = cfg = self.configs[0]
         self.data = data
@@ -205,7 +210,9 @@ class Trainer:
         self.S, self.K = len(self.configs), data.num_silos
         self.loss = loss_for_task(data.task)
         out = data.num_classes if data.task == "multiclass" else 1
-        self.model = LinearModel(data.dim, out, self.dtype, self.device)
+        self.model = build_model(cfg.model, data.dim, out, dtype=self.dtype, device=self.device,
+                                 **(model_options or {}))
+        self.D = self.model.num_params
         self.n = data.train_sizes
         self.m = ledger.steps_per_epoch(self.n, cfg.batch_size)
         self.q = q = ledger.sample_rates(self.n, cfg.batch_size)  # the rate the ledger charges
@@ -235,6 +242,7 @@ class Trainer:
         else:
             gen_seeds, block = seeds, 1
         self.U, self.block = len(gen_seeds), block
+        self._gen_seeds = list(gen_seeds)
         self.gens = []
         for sd in gen_seeds:
             g = torch.Generator(device=self.device)
@@ -266,6 +274,24 @@ class Trainer:
         return (torch.as_tensor(x, device=self.device, dtype=self.dtype),
                 torch.as_tensor(y, device=self.device, dtype=self.dtype))
 
+    def init_params(self, per_silo: bool = True) -> torch.Tensor:
+        """The model's initial parameters, ``(S, K, D)`` (``per_silo``) or ``(S, D)``, shared by all silos.
+
+        A model with a random initialization (:attr:`~fedtrain.models.FunctionalModel.random_init`)
+        draws it once per seed from a generator of its own (seeded by ``(seed, 1)``), so that the
+        training streams are those of a deterministic initialization.
+        """
+        if self.model.random_init:
+            draws = []
+            for sd in self._gen_seeds:
+                g = torch.Generator(device=self.device)
+                g.manual_seed(int(np.random.SeedSequence([sd, 1]).generate_state(1)[0]))
+                draws.append(self.model.init((), g))
+            w = self.expand(torch.stack(draws))
+        else:
+            w = self.model.init((self.S,))
+        return w[:, None].expand(self.S, self.K, self.D).clone() if per_silo else w
+
     def set_noise(self, z: np.ndarray) -> None:
         """Install per-(config, silo) noise multipliers ``z (S,K)`` (0 → non-private: no clip, no noise)."""
         self.noise_multipliers = np.asarray(z, dtype=float)
@@ -277,14 +303,15 @@ class Trainer:
 
     # -- primitives ------------------------------------------------------------------------------------
     def local_train(self, w: torch.Tensor, epochs: int, prox_fn=None) -> torch.Tensor:
-        """``epochs`` epochs of DP-SGD for every (config, silo) from ``w (S,K,p,o)``.
+        """``epochs`` epochs of DP-SGD for every (config, silo) from ``w (S,K,D)``.
 
-        ``prox_fn(w) -> (S,K,p,o)``: gradient of a parameter-only regularizer (already times λ), or
+        ``prox_fn(w) -> (S,K,D)``: gradient of a parameter-only regularizer (already times λ), or
         ``None``.  Silo k takes ``m_k`` steps per epoch (masked afterwards).
         """
         m_max = int(self.m.max())
         active_all = torch.as_tensor(np.arange(m_max)[:, None] < self.m[None, :], device=self.device)
-        lr = self.lr[:, None, None, None]
+        # η·[j < m_k] per step, (S,K,1): the same products as η·direction·mask (the mask is 0 or 1)
+        lr_steps = [self.lr[:, None, None] * active_all[j].to(self.dtype)[None, :, None] for j in range(m_max)]
         for _ in range(epochs):
             for j in range(m_max):
                 batch = self.batcher.sample(self.gens)
@@ -293,17 +320,16 @@ class Trainer:
                 direction, _ = dp_direction(self.model, self.loss, w, batch, clip=self.clip, noise=noise,
                                             noise_std=self.noise_std, denom=self.denom, prox=prox,
                                             prox_mode=self.cfg.prox_mode)
-                step = active_all[j].to(w.dtype)[None, :, None, None]
-                w = w - lr * direction * step
+                w = w - lr_steps[j] * direction
             self.ledger.record_dpsgd(self.m)  # the privacy ledger: what each silo actually ran
         return w
 
     def average(self, delta: torch.Tensor) -> torch.Tensor:
-        """Server aggregation ``Σ_k a_k Δ_k`` of ``delta (S,K,p,o)`` → ``(S,p,o)``."""
-        return torch.einsum("k,skpo->spo", self.agg, delta)
+        """Server aggregation ``Σ_k a_k Δ_k`` of ``delta (S,K,D)`` → ``(S,D)``."""
+        return torch.einsum("k,skd->sd", self.agg, delta)
 
     def silo_metrics(self, w: torch.Tensor) -> torch.Tensor:
-        """Test metric of every (config, silo), each silo with its model ``w (S,K,p,o)`` → ``(S,K)``."""
+        """Test metric of every (config, silo), each silo with its model ``w (S,K,D)`` → ``(S,K)``."""
         f = self.model.forward(w, self.xt[None])
         per = self.loss.metric(f, self.yt[None]) * self.test_mask[None]
         return per.sum(-1) / torch.as_tensor(self.nt, device=self.device, dtype=self.dtype)
@@ -314,7 +340,7 @@ class Trainer:
         return silo @ wt
 
     def train_scores(self, centers: torch.Tensor) -> torch.Tensor:
-        """Mean selection score of every centre ``(S,G,p,o)`` on every silo's training set → ``(S,K,G)``."""
+        """Mean selection score of every centre ``(S,G,D)`` on every silo's training set → ``(S,K,G)``."""
         f = self.model.forward(centers[:, :, None], self.x[None, None])  # (S,G,K,N,o)
         sc = self.loss.selection_score(f, self.y[None, None], self.cfg.ifca_loss_clip) * self.train_mask[None, None]
         mean = sc.sum(-1) / torch.as_tensor(self.n, device=self.device, dtype=self.dtype)
@@ -324,13 +350,14 @@ class Trainer:
 # --------------------------------------------------------------------------------------------------
 # public entry points
 # --------------------------------------------------------------------------------------------------
-def _run_group(configs: list[RunConfig], data: FederatedData, progress: bool, keep_models: bool) -> list[RunResult]:
+def _run_group(configs: list[RunConfig], data: FederatedData, progress: bool, keep_models: bool,
+               model_options: dict | None = None) -> list[RunResult]:
     from fedtrain.methods import get_method
 
     t0 = time.perf_counter()
     order = sorted(range(len(configs)), key=lambda i: configs[i].seed)  # seed blocks share random draws
     configs = [configs[i] for i in order]
-    trainer = Trainer(configs, data)
+    trainer = Trainer(configs, data, model_options)
     method = get_method(trainer.cfg.method)(trainer)
     trainer.ledger.plan = method.privacy_plan()
     z = np.stack([method.noise_multipliers(i) for i in range(trainer.S)])
@@ -351,7 +378,7 @@ def _run_group(configs: list[RunConfig], data: FederatedData, progress: bool, ke
             curve.append(trainer.weighted(trainer.silo_metrics(method.eval_weights())).cpu().numpy())
     final = method.eval_weights()
     silo = trainer.silo_metrics(final)
-    models = final.detach().cpu().numpy().astype(float) if keep_models else None
+    models = trainer.model.export(final).detach().cpu().numpy().astype(float) if keep_models else None
     weighted = trainer.weighted(silo).cpu().numpy()
     silo = silo.cpu().numpy()
     trainer.ledger.check_complete()  # LedgerMismatchError unless every silo ran exactly its plan
@@ -379,19 +406,23 @@ def _group_key(c: RunConfig) -> str:
     return c.replace(eps=math.inf, delta=None, lam=0.0, lr=1.0, clip=1.0, seed=0, accountant="rdp").key()
 
 
-def run(config: RunConfig, data: FederatedData, *, progress: bool = False, keep_models: bool = False) -> RunResult:
+def run(config: RunConfig, data: FederatedData, *, progress: bool = False, keep_models: bool = False,
+        model_options: dict | None = None) -> RunResult:
     """Train ``config.method`` on ``data`` with per-silo DP-SGD and return its :class:`RunResult`.
 
     ``keep_models=True`` stores the final per-silo weights in :attr:`RunResult.models`.
+    ``model_options``: execution options of :func:`fedtrain.models.build_model` that change nothing but
+    float32 rounding (``silo_chunk``: silos per vectorized chunk of the generic gradient path;
+    ``closed_form=False``: the linear model's generic ``torch.func`` path).
     Raises ``ValueError`` (before any training) when the config does not fit the data: per-silo
     ``eps``/``delta`` of the wrong length, δ_k ≥ n_k^{-1.1}, ``device='cuda'`` without CUDA, IFCA with
     more clusters than silos or a non-RDP accountant.
     """
-    return run_many([config], data, progress=progress, keep_models=keep_models)[0]
+    return run_many([config], data, progress=progress, keep_models=keep_models, model_options=model_options)[0]
 
 
 def run_many(configs: Sequence[RunConfig], data: FederatedData, *, progress: bool = False,
-             max_batch: int = 64, keep_models: bool = False) -> list[RunResult]:
+             max_batch: int = 64, keep_models: bool = False, model_options: dict | None = None) -> list[RunResult]:
     """Run many configurations on one dataset; results in input order.
 
     Configurations that differ only in ``eps, delta, lam, lr, clip, seed, accountant`` are stacked
@@ -400,7 +431,8 @@ def run_many(configs: Sequence[RunConfig], data: FederatedData, *, progress: boo
     Random draws depend only on the seed, so configurations sharing a seed (a λ × η grid) share the
     draws and the gathered batches when every seed has equally many configurations (see Trainer).
     All configurations must name the same dataset (``dataset`` and ``dataset_options``).
-    ``progress`` shows a tqdm bar per batch; ``keep_models`` stores the final weights in each result.
+    ``progress`` shows a tqdm bar per batch; ``keep_models`` stores the final weights in each result;
+    ``model_options`` as in :func:`run`.
     """
     configs = list(configs)
     if not configs:
@@ -421,7 +453,8 @@ def run_many(configs: Sequence[RunConfig], data: FederatedData, *, progress: boo
     for idx in groups.values():
         for start in range(0, len(idx), max_batch):
             chunk = idx[start:start + max_batch]
-            for i, r in zip(chunk, _run_group([configs[i] for i in chunk], data, progress, keep_models)):
+            for i, r in zip(chunk, _run_group([configs[i] for i in chunk], data, progress, keep_models,
+                                                 model_options)):
                 r.data = dict(summary)
                 out[i] = r
     return out  # type: ignore[return-value]

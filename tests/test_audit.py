@@ -177,15 +177,11 @@ def offset_data():
                          [y + o for y, o in zip(d.test_y, off)], real=False)
 
 
-# Issue 14 item 1 (per-example clipping in clip-together mode) is fixed by a concurrent change to
-# fedtrain/models.py; on the unfixed engine these two tests fail (measured: every canary contributes
-# 10.0 c at ‖P‖ = 3.9e4, and the membership audit proves ε ≥ 2.17 against a claim of 2.0).
-NEAR_CANCEL_DEFECT = pytest.mark.xfail(
-    reason="issue 14 item 1: clip-together norm computed from the expanded form (fixed in fedtrain/models.py "
-           "by the hotpath change); remove this marker once it is merged", strict=False)
+# Issue 14 item 1 (per-example clipping in clip-together mode), fixed in fedtrain/models.py: on the
+# unfixed engine these two tests fail (measured: every canary contributes 10.0 c at ‖P‖ = 3.9e4, and
+# the membership audit proves ε ≥ 2.17 against a claim of 2.0).
 
 
-@NEAR_CANCEL_DEFECT
 @pytest.mark.parametrize("lam", [1e2, 1e4, 1e5, 1e6])
 def test_near_cancelling_canaries_contribute_at_most_c(offset_data, lam):
     """Every planted canary whose clip-together vector ∇ℓ + P has norm 10c (a small difference of terms
@@ -209,7 +205,6 @@ def test_near_cancelling_measurement_catches_clipping_off(offset_data):
     assert np.abs(r["contribution"] - 1.0).min() > 1.0
 
 
-@NEAR_CANCEL_DEFECT
 def test_near_cancelling_membership_audit(offset_data):
     """One-run audit with 400 near-cancelling canaries (residual 30c, ‖P‖ ≈ 2.8e5, claimed ε = 2): the
     correctly clipped engine passes (measured with a stable norm: 55 % of guesses right, bound 0)."""

@@ -42,14 +42,14 @@ def test_per_example_clipping_against_torch_func(loss, with_prox):
     x = torch.randn(b, p, generator=g) * torch.linspace(0.1, 3, b)[:, None]
     x[:, -1] = 1.0
     y = torch.randn(b, generator=g).sign() if isinstance(loss, HingeLoss) else torch.randn(b, generator=g) * 3
-    w = torch.randn(p, 1, generator=g) * 0.5
-    center = torch.randn(p, 1, generator=g) * 0.5
+    w = torch.randn(p, generator=g) * 0.5  # flat parameters (D = p·o = p)
+    center = torch.randn(p, generator=g) * 0.5
     lam = 0.7 if with_prox else 0.0
 
     def per_loss(wv, xi, yi):
         return loss.value(model.forward(wv, xi[None]), yi[None])[0] + 0.5 * lam * ((wv - center) ** 2).sum()
 
-    raw = vmap(grad(per_loss), in_dims=(None, 0, 0))(w, x, y)  # (b, p, 1), independent of the closed form
+    raw = vmap(grad(per_loss), in_dims=(None, 0, 0))(w, x, y)  # (b, p), independent of the closed form
     raw_norm = raw.flatten(1).norm(dim=1)
     c = float(raw_norm.median())  # half the examples are clipped
     assert (raw_norm > c).any() and (raw_norm < c).any()  # both regimes are exercised
@@ -72,10 +72,10 @@ def test_no_clipping_when_clip_is_infinite():
     model, loss = LinearModel(3, 1), SquaredLoss()
     x = torch.randn(1, 1, 6, 4) * 10
     y = torch.randn(1, 1, 6) * 10
-    w = torch.zeros(1, 1, 4, 1)
+    w = torch.zeros(1, 1, 4)
     valid = torch.ones(1, 1, 6, dtype=torch.bool)
     total, _ = model.clipped_grad_sum(w, x, y, valid, loss, torch.tensor([[math.inf]]))
-    torch.testing.assert_close(total[0, 0], (x[0, 0].T @ (-y[0, 0]))[:, None])
+    torch.testing.assert_close(total[0, 0], x[0, 0].T @ (-y[0, 0]))
 
 
 # ------------------------------------------------------------------------------------------ noise
@@ -114,14 +114,14 @@ def test_dp_direction_post_noise_adds_prox_exactly():
     x = torch.randn(1, 2, 5, 4)
     y = torch.randn(1, 2, 5)
     valid = torch.zeros(1, 2, 5, dtype=torch.bool)  # empty batches: only noise and prox remain
-    prox = torch.randn(1, 2, 4, 1)
-    noise = torch.randn(1, 2, 4, 1)
+    prox = torch.randn(1, 2, 4)
+    noise = torch.randn(1, 2, 4)
     args = dict(clip=torch.ones(1, 2), noise=noise, noise_std=torch.full((1, 2), 3.0), denom=torch.tensor([8.0, 4.0]))
-    post, _ = dp_direction(model, loss, torch.zeros(1, 2, 4, 1), (x, y, valid), prox=prox, prox_mode="post-noise", **args)
-    torch.testing.assert_close(post, noise * 3.0 / torch.tensor([8.0, 4.0])[None, :, None, None] + prox)
-    together, _ = dp_direction(model, loss, torch.zeros(1, 2, 4, 1), (x, y, valid), prox=prox,
+    post, _ = dp_direction(model, loss, torch.zeros(1, 2, 4), (x, y, valid), prox=prox, prox_mode="post-noise", **args)
+    torch.testing.assert_close(post, noise * 3.0 / torch.tensor([8.0, 4.0])[None, :, None] + prox)
+    together, _ = dp_direction(model, loss, torch.zeros(1, 2, 4), (x, y, valid), prox=prox,
                                prox_mode="clip-together", **args)
-    torch.testing.assert_close(together, noise * 3.0 / torch.tensor([8.0, 4.0])[None, :, None, None])
+    torch.testing.assert_close(together, noise * 3.0 / torch.tensor([8.0, 4.0])[None, :, None])
 
 
 # ------------------------------------------------------------------------------------------ sampling

@@ -13,7 +13,10 @@ class Method:
     """One federated method on a :class:`fedtrain.engine.Trainer` (S stacked configs, K silos).
 
     Subclasses implement ``setup()``, ``round(t)`` (t = 0..rounds-1) and ``eval_weights()`` (the
-    model each silo is evaluated with, ``(S,K,p,o)``).
+    model each silo is evaluated with, ``(S,K,D)``).  Parameters are flat (``(S,K,D)`` per silo,
+    ``(S,D)`` on the server; :mod:`fedtrain.models`), so a method never looks at the model's shapes;
+    ``self.tr.init_params()`` gives the model's initialization and ``self.tr.local_train`` the one
+    DP-SGD hot path every method uses.
 
     Privacy: :meth:`privacy_plan` declares what every silo will run — by default
     ``rounds·(local_epochs + extra_epochs_per_round)·m_k`` DP-SGD steps (``extra_epochs_per_round``:
@@ -63,5 +66,5 @@ class Method:
         raise NotImplementedError
 
     def broadcast(self, wbar: torch.Tensor) -> torch.Tensor:
-        """``(S,p,o)`` → ``(S,K,p,o)`` copies (every silo starts from the server model)."""
-        return wbar[:, None].expand(-1, self.tr.K, -1, -1).clone()
+        """``(S,D)`` → ``(S,K,D)`` copies (every silo starts from the server model)."""
+        return wbar[:, None].expand(-1, self.tr.K, -1).clone()

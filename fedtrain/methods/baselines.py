@@ -13,7 +13,7 @@ class Local(Method):
     """Local training: each silo runs DP-SGD on its own data, no communication; zero init."""
 
     def setup(self):
-        self.w = self.tr.model.init((self.tr.S, self.tr.K))
+        self.w = self.tr.init_params()
 
     def round(self, t):
         self.w = self.tr.local_train(self.w, self.cfg.local_epochs)
@@ -27,7 +27,7 @@ class FedAvg(Method):
     (a_k = n_k/Σn, the released code, or 1/K).  Every silo is evaluated with the shared w̄."""
 
     def setup(self):
-        self.wbar = self.tr.model.init((self.tr.S,))
+        self.wbar = self.tr.init_params(per_silo=False)
 
     def fedavg_round(self):
         start = self.broadcast(self.wbar)

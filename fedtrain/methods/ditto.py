@@ -20,13 +20,13 @@ class Ditto(Method):
         return self.cfg.ditto_personal_epochs
 
     def setup(self):
-        self.v = self.tr.model.init((self.tr.S, self.tr.K))
-        self.wbar = self.tr.model.init((self.tr.S,))
+        self.v = self.tr.init_params()
+        self.wbar = self.tr.init_params(per_silo=False)
 
     def round(self, t):
         start = self.broadcast(self.wbar)
         new = self.tr.local_train(start, self.cfg.local_epochs)
-        lam = self.tr.lam[:, None, None, None]
+        lam = self.tr.lam[:, None, None]
         center = self.wbar[:, None]
         self.v = self.tr.local_train(self.v, self.cfg.ditto_personal_epochs, prox_fn=lambda v: lam * (v - center))
         self.wbar = self.wbar + self.tr.average(new - start)

@@ -2,7 +2,8 @@
 
 IFCA (Ghosh et al. 2020), as run in the paper (notes §2.2, §3.2, §3.3):
 
-* the server keeps ``G = num_clusters`` models, randomly initialized (N(0, 1/p) entries);
+* the server keeps ``G = num_clusters`` models, randomly initialized (the model's random init; linear:
+  N(0, 1/p) entries), centres ``(S, G, D)``;
 * in each of the first ``T_sel = max(1, int(select_frac·rounds))`` rounds (paper: 10 %), every silo
   privately picks the centre with the lowest score on its training set with the exponential
   mechanism ("report noisy min": ``argmin_g s_g − Gumbel·2Δ_k/ε_sel``, :func:`private_argmin`),
@@ -106,9 +107,9 @@ class IFCA(Method):
 
     def update_centers(self, delta: torch.Tensor) -> None:
         one_hot = torch.nn.functional.one_hot(self.assign, self.cfg.num_clusters).to(delta.dtype)  # (S,K,G)
-        num = torch.einsum("skg,k,skpo->sgpo", one_hot, self.tr.agg, delta)
+        num = torch.einsum("skg,k,skd->sgd", one_hot, self.tr.agg, delta)
         den = torch.einsum("skg,k->sg", one_hot, self.tr.agg)
-        self.centers = self.centers + num / den.clamp(min=1e-30)[..., None, None]
+        self.centers = self.centers + num / den.clamp(min=1e-30)[..., None]
 
     def select(self) -> None:
         """Every silo privately picks a centre (exponential mechanism at ε_sel,k); recorded in the ledger."""
@@ -134,7 +135,7 @@ class IFCAMRMTL(IFCA):
         if t < self.selections:
             super().round(t)
             return
-        lam = self.tr.lam[:, None, None, None]
+        lam = self.tr.lam[:, None, None]
         center = self.gather()
         start = self.w
         self.w = self.tr.local_train(start, self.cfg.local_epochs, prox_fn=lambda w: lam * (w - center))

@@ -1,6 +1,6 @@
 """Mocha (Smith et al. 2017) in primal form, trained with (DP-)SGD, as in the MR-MTL paper's code.
 
-Objective: ``Σ_k ℓ_k(w_k) + (λ/2) tr(Wᵀ Σ W)`` with ``W (K × p)`` the stacked personal models and
+Objective: ``Σ_k ℓ_k(w_k) + (λ/2) tr(Wᵀ Σ W)`` with ``W (K × D)`` the stacked personal models and
 ``Σ₀ = I/K``.  Round t: silo k runs ``local_epochs`` of DP-SGD on ``ℓ_k(w_k)`` plus the regularizer's
 gradient ``λ(Σ_kk w_k + Σ_{j≠k} Σ_kj w_j^{(t−1)})`` (other silos' models frozen at the round start,
 the only information a silo has); then the server updates
@@ -22,16 +22,16 @@ __all__ = ["Mocha"]
 class Mocha(Method):
     def setup(self):
         S, K = self.tr.S, self.tr.K
-        self.w = self.tr.model.init((S, K))
+        self.w = self.tr.init_params()
         eye = torch.eye(K, device=self.tr.device, dtype=self.tr.dtype)
         self.sigma = (eye / K).expand(S, K, K).clone()
 
     def round(self, t):
-        lam = self.tr.lam[:, None, None, None]
+        lam = self.tr.lam[:, None, None]
         start = self.w
         sig = self.sigma
-        others = torch.einsum("skj,sjpo->skpo", sig, start)
-        diag = torch.diagonal(sig, dim1=-2, dim2=-1)[..., None, None]
+        others = torch.einsum("skj,sjd->skd", sig, start)
+        diag = torch.diagonal(sig, dim1=-2, dim2=-1)[..., None]
 
         def prox(w):
             return lam * (others + diag * (w - start))
@@ -41,7 +41,7 @@ class Mocha(Method):
 
     @staticmethod
     def update_sigma(w: torch.Tensor) -> torch.Tensor:
-        """``Σ = (W Wᵀ)^{1/2} / tr((W Wᵀ)^{1/2})`` for ``w (S,K,p,o)``, in float64."""
+        """``Σ = (W Wᵀ)^{1/2} / tr((W Wᵀ)^{1/2})`` for ``w (S,K,D)``, in float64."""
         flat = w.reshape(w.shape[0], w.shape[1], -1).double()
         a = flat @ flat.transpose(-1, -2)
         evals, evecs = torch.linalg.eigh(a)

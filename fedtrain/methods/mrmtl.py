@@ -19,11 +19,11 @@ __all__ = ["MRMTL"]
 
 class MRMTL(Method):
     def setup(self):
-        self.w = self.tr.model.init((self.tr.S, self.tr.K))
-        self.wbar = self.tr.model.init((self.tr.S,))
+        self.w = self.tr.init_params()
+        self.wbar = self.tr.init_params(per_silo=False)
 
     def round(self, t):
-        lam = self.tr.lam[:, None, None, None]
+        lam = self.tr.lam[:, None, None]
         wbar = self.wbar[:, None]
         start = self.w
         self.w = self.tr.local_train(start, self.cfg.local_epochs, prox_fn=lambda w: lam * (w - wbar))
