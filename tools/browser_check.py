@@ -16,7 +16,8 @@ nothing is downloaded at run time).  Checks per page:
 ``widget``    a widget whose figure does not change when a slider moves (each control of each
               ``.fedbook-widget`` is moved to another value; an ``ipywidgets`` view drawn from saved
               state, which cannot redraw without a kernel, fails too);
-``table``     a table wider than the text column (at a 1280 px wide window).
+``table``     a table that spills past the text column (at a 1280 px wide window); a wide table
+              that scrolls inside its own box (overflow-x: auto) stays within the column and passes.
 """
 from __future__ import annotations
 
@@ -132,8 +133,15 @@ const colRight = column.getBoundingClientRect().right;
 const colWidth = column.clientWidth;
 document.querySelectorAll('table').forEach((t) => {
   if (!visible(t) || !column.contains(t)) return;
-  const w = Math.max(t.scrollWidth, t.getBoundingClientRect().width);
-  const right = t.getBoundingClientRect().left + w;
+  // What the reader sees: a table that scrolls inside its own box (it, or an ancestor inside the
+  // column, clips horizontal overflow) shows only that box; otherwise its full scroll width spills.
+  let box = null;
+  for (let el = t; el && el !== column; el = el.parentElement) {
+    if (['auto', 'scroll', 'hidden'].includes(getComputedStyle(el).overflowX)) { box = el; break; }
+  }
+  const r = (box || t).getBoundingClientRect();
+  const w = box ? r.width : Math.max(t.scrollWidth, r.width);
+  const right = r.left + w;
   if (w > colWidth + 1 || right > colRight + 1) {
     const cap = t.querySelector('caption, th');
     out.tables.push(`${Math.round(w)} px > column ${Math.round(colWidth)} px: ` +
