@@ -6,6 +6,7 @@ Examples::
     fedtrain sweep --dataset vehicle-standin --method local,fedavg,mrmtl --eps 0.5,1,inf \\
         --lam 0.01,0.1,1 --lr 0.01 --seeds 0,1 --results results/
     fedtrain run --dataset school-standin --method ifca --num-clusters 2 --select-eps-frac 0.05 --eps 6
+    fedtrain run --dataset school --method local --eps inf --repeats 5 --json
 
 Every field of :class:`~fedtrain.config.RunConfig` and every method option of the method registry
 has a flag, generated with its valid range and default from the field's declaration
@@ -17,7 +18,16 @@ they imitate, else from :class:`~fedtrain.config.RunConfig`'s defaults.  ``--eps
 non-private baseline; negative values may be written ``--lam -1`` or ``--lam=-1`` (both are parsed,
 and rejected with the valid range).  Privacy is silo-specific sample-level DP under add/remove-one
 adjacency, certified per silo by ``--accountant``.  A run whose metric is not finite is reported as
-diverged and left out of the mean.  Ctrl-C stops a sweep: finished runs stay in ``--results`` and
+diverged and left out of the mean.
+
+Seeds and repeats.  ``--seeds 0,1,2`` is an explicit list of training seeds, all on the one data split
+that the dataset options name (the spread is then the training noise alone); a bare ``--seeds N``
+(one value, no comma) is rejected, pointing to ``--repeats`` (``--seed N`` runs the one seed N).
+``--repeats N`` runs the paper's protocol: repeat r re-splits every silo with split seed ``s0 + r`` and
+trains with seed ``t0 + r`` (``s0``: the ``-D`` split seed, default 0; ``t0``: ``--seed``, default 0;
+:func:`fedtrain.sweep.repeat_config`); each repeat is its own row of the results store.  The output
+gives ``mean``, ``std`` (sample standard deviation, ``ddof`` = 1), ``n`` and each run's value
+(``values``, with ``seeds`` and ``split_seeds``).  Ctrl-C stops a sweep: finished runs stay in ``--results`` and
 re-running the same command resumes.
 
 Other modules may add subcommands with :func:`register_command`.
@@ -34,7 +44,7 @@ from typing import Any, Callable, Sequence
 from fedtrain.config import RunConfig
 from fedtrain.encoding import encode
 from fedtrain.methods.registry import LAMBDA_METHODS, METHOD_REGISTRY, option_params
-from fedtrain.params import add_flag, params_of
+from fedtrain.params import Param, add_flag, params_of
 from fedtrain.presets import paper_defaults
 from fedtrain.results import DEFAULT_RESULTS_DIR, ResultsStore
 
@@ -46,6 +56,10 @@ _DATA_FIELDS = ("dataset", "dataset_options")
 #: Extra flag names of some fields (plural forms used by sweeps).
 _ALIASES = {"method": ("--method", "--methods"), "lam": ("--lam", "--lams"), "lr": ("--lr", "--lrs"),
             "eps": ("--eps",), "seed": ("--seeds", "--seed")}
+#: ``--repeats``: not a RunConfig field (each repeat is a config of its own), declared the same way.
+REPEATS = Param(kind="int", low=1, high=10_000, default_note="1 (one run per seed, on one split)",
+                help="repeats of the paper's protocol: repeat r re-splits every silo with split seed s0+r and "
+                     "trains with seed t0+r (s0: the -D split seed, t0: --seed; both default 0)")
 #: Subcommands added by other modules: name -> (help, configure(parser), handler(args) -> exit status).
 _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
 
@@ -87,6 +101,7 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
         extra = "; used by " + ", ".join(LAMBDA_METHODS) + " only" if name == "lam" else ""
         add_flag(g, name, prm, default, as_list=sweep or name == "seed", flags=_ALIASES.get(name, ()),
                  extra_help=extra)
+    add_flag(g, "repeats", REPEATS, 1, as_list=False)
     g = p.add_argument_group("method options (each used by the methods named in its help)")
     for name, (prm, default, methods) in option_params().items():
         add_flag(g, name, prm, default, as_list=sweep, extra_help=f" [{', '.join(methods)}]")
@@ -164,7 +179,29 @@ def configs_from_args(args: argparse.Namespace) -> list[RunConfig]:
             axes["lam"] = [0.0]  # lambda only matters for the methods that have one; the others run once
         seeds = axes.pop("seed", [0])
         configs += expand_grid(base, **axes, seed=seeds)
+    repeats = getattr(args, "repeats", None)
+    if repeats is not None:
+        from fedtrain.sweep import repeat_configs
+
+        if len(given.get("seed", [])) > 1:
+            raise ValueError("--repeats N takes one base seed (--seed T0; repeat r trains with seed T0+r), "
+                             f"not a seed list (got --seeds {','.join(map(str, given['seed']))})")
+        configs = [rc for c in configs for rc in repeat_configs(c, repeats)]
     return configs
+
+
+def _bare_seed_count(argv: Sequence[str]) -> str | None:
+    """The value of a ``--seeds N`` written with one integer and no comma (taken for a count), else ``None``."""
+    for i, a in enumerate(argv):
+        if a == "--seeds" and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif a.startswith("--seeds="):
+            value = a.split("=", 1)[1]
+        else:
+            continue
+        if "," not in value and value.strip().isdigit() and int(value) < 2**53:
+            return value.strip()
+    return None
 
 
 def _summary(rows: list, by: Sequence[str]) -> list[dict]:
@@ -183,7 +220,11 @@ def _summary(rows: list, by: Sequence[str]) -> list[dict]:
             "metric": entry["metric"],
             "mean": entry["mean"],
             "std": entry["std"],
+            "ddof": entry["ddof"],
+            "n": entry["n"],
+            "values": entry["values"],
             "seeds": entry["seeds"],
+            "split_seeds": entry["split_seeds"],
             "diverged": entry["diverged"],
             "per_seed": [r.test_metric for r in group],
             "accountant": res.accountant,
@@ -201,11 +242,13 @@ def _fmt(v: Any) -> str:
         return f"{v:.4g}"
     if isinstance(v, list) and not v:
         return "-"
+    if isinstance(v, list):
+        return "[" + ", ".join(_fmt(x) for x in v) + "]"
     return str(v)
 
 
 def _print_table(summary: list[dict], by: Sequence[str], out) -> None:
-    cols = [*by, "metric", "mean", "std", "seeds", "diverged", "eps_spent_max"]
+    cols = [*by, "metric", "mean", "std", "n", "values", "seeds", "split_seeds", "diverged", "eps_spent_max"]
     rows = [[_fmt(s.get(c)) for c in cols] for s in summary]
     widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
     print("  ".join(c.ljust(w) for c, w in zip(cols, widths)), file=out)
@@ -215,6 +258,7 @@ def _print_table(summary: list[dict], by: Sequence[str], out) -> None:
         s = summary[0]
         src = f"real, {s['data_file']}, sha256 {s['data_sha256'][:12]}…" if s["real_data"] else "synthetic stand-in"
         print(f"data: {s['dataset']} ({src}); accountant: {s['accountant']}; adjacency: {ADJACENCY}", file=out)
+        print(f"std: sample standard deviation (ddof={s['ddof']}) over the n runs listed under values", file=out)
     div = sum(len(s["diverged"]) for s in summary)
     if div:
         print(f"warning: {div} run(s) diverged (non-finite metric); they are listed under 'diverged' and left out "
@@ -242,7 +286,13 @@ def _join_negative_values(argv: list[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fedtrain`` console script; returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(_join_negative_values(list(sys.argv[1:] if argv is None else argv)))
+    argv = _join_negative_values(list(sys.argv[1:] if argv is None else argv))
+    bare = _bare_seed_count(argv)
+    if bare is not None:
+        parser.error(f"--seeds {bare} is a list of one seed, not a count: write --seed {bare} to run that one seed, "
+                     f"--seeds 0,1,... for a seed list on one split, or --repeats {bare} for {bare} repeats that "
+                     "re-split the data (the paper's protocol)")
+    args = parser.parse_args(argv)
     out = sys.stdout
     if args.command == "datasets":
         from fedtrain.data.registry import DATASETS, REAL_DATASETS

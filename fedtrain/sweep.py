@@ -7,7 +7,14 @@ checks every configuration against its data (δ_k < n_k^{-1.1}, per-silo budget 
 :func:`fedtrain.engine.run_many` (which stacks configurations that differ only in ε, δ, λ, η, clip,
 seed or accountant) in chunks, storing each run as soon as its chunk finishes.  An interrupted sweep
 loses at most its current chunk; re-running it resumes.  :func:`summarize` turns rows into
-mean ± standard deviation over seeds (runs that diverged are counted and left out).  Rows are
+mean ± standard deviation over seeds (runs that diverged are counted and left out).
+
+Repeats as the paper runs them: :func:`repeat_config` gives repeat ``r`` of a configuration, which
+re-splits every silo with its own split seed (the dataset's split option,
+:data:`fedtrain.data.registry.SPLIT_SEED_OPTIONS`, set to ``s0 + r``) and trains with seed
+``config.seed + r``; ``s0`` is the split seed the configuration names (default 0).  Both seeds are
+part of the configuration and so of its key: the results store keeps one row per repeat, and a
+repeat computed alone equals the same repeat inside :func:`run_repeats`.  Rows are
 :class:`~fedtrain.engine.RunResult` objects.  The book's grids live in :mod:`fedtrain.presets`.
 """
 from __future__ import annotations
@@ -30,7 +37,7 @@ from fedtrain.results import ResultsStore
 if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.engine import RunResult
 
-__all__ = ["expand_grid", "run_sweep", "summarize", "select_rows", "load_config_data", "Runner",
+__all__ = ["expand_grid", "run_sweep", "repeat_config", "repeat_configs", "run_repeats", "summarize", "select_rows", "load_config_data", "Runner",
            "gaussian_lambda_sweep"]
 
 #: ``runner(configs, data) -> list[RunResult]``; the default is :func:`fedtrain.engine.run_many`.
@@ -208,6 +215,46 @@ def run_sweep(
     return rows
 
 
+def repeat_config(config: RunConfig, r: int) -> RunConfig:
+    """Repeat ``r`` (0-based) of ``config``: split seed ``s0 + r`` for every silo and training seed ``config.seed + r``.
+
+    ``s0`` is the value of the dataset's split-seed option in ``config.dataset_options``
+    (:func:`fedtrain.data.registry.split_seed_option`; for a stand-in without ``split_seed``, its ``seed``;
+    else 0).  The split seed is written into ``dataset_options`` explicitly, so it is part of the key.
+    """
+    from fedtrain.data.registry import split_seed_option
+
+    r = int(check_integer_at_least("r", r, 0))
+    opts = dict(config.dataset_options)
+    name = split_seed_option(config.dataset)
+    s0 = opts.get(name, opts.get("seed", 0) if name == "split_seed" else 0)
+    s0 = int(check_integer_at_least(f"dataset option {name}", s0, 0))
+    opts[name] = s0 + r
+    return config.replace(seed=config.seed + r, dataset_options=opts)
+
+
+def repeat_configs(config: RunConfig, repeats: int) -> list[RunConfig]:
+    """``[repeat_config(config, r) for r in range(repeats)]`` (``repeats`` >= 1)."""
+    repeats = int(check_integer_at_least("repeats", repeats, 1))
+    return [repeat_config(config, r) for r in range(repeats)]
+
+
+def run_repeats(config: RunConfig, repeats: int, **sweep_options: Any) -> dict[str, Any]:
+    """Run ``repeats`` repeats of ``config`` (:func:`repeat_config`) through :func:`run_sweep` (``sweep_options``:
+    ``store``, ``data_dir``, ``runner``, ``progress``...; a store makes it resumable, one row per repeat).
+
+    Returns the :func:`summarize` entry of the repeats (``mean``, ``std`` with ``ddof`` = 1, ``n``,
+    ``values`` per repeat, ``seeds``, ``split_seeds``, ``diverged``) plus ``rows`` (the
+    :class:`~fedtrain.engine.RunResult` of each repeat, in repeat order).
+    """
+    if "data" in sweep_options:
+        raise ValueError("run_repeats loads each repeat's split itself; pass data_dir, not data")
+    rows = run_sweep(repeat_configs(config, repeats), **sweep_options)
+    entry = summarize(rows, by=())[0]
+    entry["rows"] = rows
+    return entry
+
+
 def select_rows(rows: Iterable["RunResult"], configs: Sequence[RunConfig]) -> list["RunResult"]:
     """The results of ``configs`` (in their order) out of a larger list (e.g. a union of grids)."""
     by_key = {r.key: r for r in rows}
@@ -217,12 +264,23 @@ def select_rows(rows: Iterable["RunResult"], configs: Sequence[RunConfig]) -> li
     return [by_key[c.key()] for c in configs]
 
 
+def _split_seed(config: RunConfig) -> int:
+    from fedtrain.data.registry import SPLIT_SEED_OPTIONS
+
+    opts = dict(config.dataset_options)
+    name = SPLIT_SEED_OPTIONS.get(config.dataset, "seed")
+    value = opts.get(name, opts.get("seed", 0) if name == "split_seed" else 0)  # every loader's default is 0
+    return int(value)
+
+
 def summarize(rows: Iterable["RunResult"], by: Sequence[str] = ("method", "eps", "lam", "lr"),
               value: str = "test_metric") -> list[dict[str, Any]]:
-    """Group results by config fields ``by`` and give the mean and standard deviation over the group (seeds).
+    """Group results by config fields ``by`` and give the mean and standard deviation over the group (seeds or repeats).
 
-    Each output dict holds the ``by`` fields, ``mean``, ``std`` (sample std, ddof=1; 0 for one run),
-    ``n`` (runs averaged), ``seeds``, ``diverged`` (seeds whose metric is not finite: reported, never
+    Each output dict holds the ``by`` fields, ``mean``, ``std`` (sample std with ``ddof`` = 1; 0 for one run),
+    ``ddof``, ``n`` (runs averaged), ``values`` (their metrics, in row order), ``seeds`` (their training
+    seeds), ``split_seeds`` (their data split seeds, :data:`fedtrain.data.registry.SPLIT_SEED_OPTIONS`;
+    the loaders' default 0 where the config names none), ``diverged`` (seeds whose metric is not finite: reported, never
     averaged; ``mean`` and ``std`` are NaN when every run diverged), ``metric`` and ``eps_spent_max`` (largest per-silo
     ε certified in the group).  A configuration listed twice (same key) counts once.
     """
@@ -241,7 +299,8 @@ def summarize(rows: Iterable["RunResult"], by: Sequence[str] = ("method", "eps",
         entry = {b: getattr(rs[0].config, b) for b in by}
         entry.update(mean=float(vals.mean()) if len(vals) else math.nan,
                      std=float(vals.std(ddof=1)) if len(vals) > 1 else 0.0 if len(vals) else math.nan,
-                     n=len(vals), seeds=[r.config.seed for r in ok],
+                     ddof=1, n=len(vals), values=[float(v) for v in vals], seeds=[r.config.seed for r in ok],
+                     split_seeds=[_split_seed(r.config) for r in ok],
                      diverged=[r.config.seed for r in rs if r.diverged],
                      metric=rs[0].metric, eps_spent_max=max(spent) if spent else None)
         out.append(entry)

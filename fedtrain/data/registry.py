@@ -14,6 +14,12 @@ Names (``DATASETS``):
 =================== ===================================================================
 
 Options are passed through to the loader (e.g. ``seed``, ``test_fraction``, ``tau``).
+
+Split seeds (:data:`SPLIT_SEED_OPTIONS`): the loader option that seeds the per-silo train/test split,
+which repeats (:func:`fedtrain.sweep.repeat_config`) change from repeat to repeat: ``seed`` for the real
+datasets (it seeds only the split), ``split_seed`` for the stand-ins (their ``seed`` draws the
+population, ``split_seed`` re-splits it), and ``seed`` for the Gaussian models, which have no split (a
+repeat draws fresh data).
 """
 from __future__ import annotations
 
@@ -27,7 +33,7 @@ from fedtrain.data.school import load_school
 from fedtrain.data.sensors import load_gleam, load_vehicle
 from fedtrain.data.standins import load_standin
 
-__all__ = ["DATASETS", "REAL_DATASETS", "load_dataset"]
+__all__ = ["DATASETS", "REAL_DATASETS", "SPLIT_SEED_OPTIONS", "load_dataset", "split_seed_option"]
 
 REAL_DATASETS = ("school", "vehicle", "gleam")
 _LOADERS: dict[str, Callable[..., FederatedData]] = {
@@ -41,6 +47,19 @@ _LOADERS: dict[str, Callable[..., FederatedData]] = {
     "gaussian-linreg": gaussian_linear_regression,
 }
 DATASETS: tuple[str, ...] = tuple(_LOADERS)
+#: dataset name -> the loader option holding its split seed (see the module docstring)
+SPLIT_SEED_OPTIONS: dict[str, str] = {
+    "school": "seed", "vehicle": "seed", "gleam": "seed",
+    "school-standin": "split_seed", "vehicle-standin": "split_seed", "gleam-standin": "split_seed",
+    "gaussian": "seed", "gaussian-linreg": "seed",
+}
+
+
+def split_seed_option(name: str) -> str:
+    """The loader option of dataset ``name`` that seeds its per-silo train/test split."""
+    if name not in SPLIT_SEED_OPTIONS:
+        raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(DATASETS)}")
+    return SPLIT_SEED_OPTIONS[name]
 
 
 def load_dataset(name: str, *, data_dir: str | os.PathLike | None = None, **options) -> FederatedData:

@@ -48,10 +48,13 @@ def make_hierarchical_linear(
     test_fraction: float = 0.25,
     seed: int = 0,
     standardize: bool = True,
+    split_seed: int | None = None,
 ) -> FederatedData:
     """Draw a hierarchical linear cross-silo dataset (model in the module docstring).
 
-    Everything (θ, silo models, sizes, features, noise, splits) is a function of ``seed``.
+    Everything (θ, silo models, sizes, features, noise) is a function of ``seed``; the per-silo
+    train/test split is a function of ``split_seed`` (``None``: ``seed``), so that repeats can re-split
+    one population (:func:`fedtrain.sweep.repeat_config`).
     """
     check_choice("task", task, ("regression", "binary"))
     num_silos = int(check_integer_at_least("num_silos", num_silos, 1))
@@ -64,6 +67,7 @@ def make_hierarchical_linear(
     check_positive("scale", scale)
     check_open_interval("test_fraction", test_fraction, 0.0, 1.0)
     seed = int(check_integer_at_least("seed", seed, 0))
+    split_seed = seed if split_seed is None else int(check_integer_at_least("split_seed", split_seed, 0))
 
     rng = np.random.default_rng([seed, 7919])
     theta = rng.normal(size=dim) / np.sqrt(dim)
@@ -80,7 +84,7 @@ def make_hierarchical_linear(
             y = np.where(x @ models[k] + float(noise) * eps >= 0, 1.0, -1.0)
         xs.append(x)
         ys.append(y)
-    trx, try_, tex, tey = split_and_standardize(xs, ys, test_fraction=test_fraction, seed=seed,
+    trx, try_, tex, tey = split_and_standardize(xs, ys, test_fraction=test_fraction, seed=split_seed,
                                                 standardize_features=standardize)
     return FederatedData(
         name=name,
@@ -100,6 +104,7 @@ def make_hierarchical_linear(
             "size_range": (lo, hi),
             "test_fraction": float(test_fraction),
             "seed": seed,
+            "split_seed": split_seed,
             "standardize": bool(standardize),
             "theta": theta,
             "silo_models": models,
@@ -111,11 +116,12 @@ def load_standin(like: str, *, seed: int = 0, **overrides) -> FederatedData:
     """The stand-in for ``like`` in {'school', 'vehicle', 'gleam'} (presets, and the log of how they were tuned, in
     :data:`fedtrain.presets.STANDIN_PRESETS`).
 
-    Keyword ``overrides`` replace preset values (e.g. ``tau=0.0``, ``num_silos=10``, ``test_fraction=0.5``).
+    Keyword ``overrides`` replace preset values (e.g. ``tau=0.0``, ``num_silos=10``, ``test_fraction=0.5``);
+    ``split_seed`` re-splits the population drawn with ``seed`` (default: ``seed``).
     """
     check_choice("like", like, tuple(STANDIN_PRESETS))
     params = dict(STANDIN_PRESETS[like])
-    unknown = set(overrides) - set(params)
+    unknown = set(overrides) - set(params) - {"split_seed"}
     if unknown:
         raise ValueError(f"unknown stand-in option(s) {sorted(unknown)}; valid: {sorted(params)}")
     params.update(overrides)
