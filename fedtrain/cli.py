@@ -23,8 +23,8 @@ diverged and left out of the mean.
 Seeds and repeats.  ``--seeds 0,1,2`` is an explicit list of training seeds, all on the one data split
 that the dataset options name (the spread is then the training noise alone); a bare ``--seeds N``
 (one value, no comma) is rejected, pointing to ``--repeats`` (``--seed N`` runs the one seed N).
-``--repeats N`` runs the paper's protocol: repeat r re-splits every silo with split seed ``s0 + r`` and
-trains with seed ``t0 + r`` (``s0``: the ``-D`` split seed, default 0; ``t0``: ``--seed``, default 0;
+``--repeats N`` runs the paper's protocol: repeat r re-splits every silo with split seed ``s0 + 1000 r`` and
+trains with seed ``t0 + 1000 r`` (the stride of the paper's code) (``s0``: the ``-D`` split seed, default 0; ``t0``: ``--seed``, default 0;
 :func:`fedtrain.sweep.repeat_config`); each repeat is its own row of the results store.  The output
 gives ``mean``, ``std`` (sample standard deviation, ``ddof`` = 1), ``n`` and each run's value
 (``values``, with ``seeds`` and ``split_seeds``).  Ctrl-C stops a sweep: finished runs stay in ``--results`` and
@@ -58,8 +58,8 @@ _ALIASES = {"method": ("--method", "--methods"), "lam": ("--lam", "--lams"), "lr
             "eps": ("--eps",), "seed": ("--seeds", "--seed")}
 #: ``--repeats``: not a RunConfig field (each repeat is a config of its own), declared the same way.
 REPEATS = Param(kind="int", low=1, high=10_000, default_note="1 (one run per seed, on one split)",
-                help="repeats of the paper's protocol: repeat r re-splits every silo with split seed s0+r and "
-                     "trains with seed t0+r (s0: the -D split seed, t0: --seed; both default 0)")
+                help="repeats of the paper's protocol: repeat r re-splits every silo with split seed s0+1000r and "
+                     "trains with seed t0+1000r (s0: the -D split seed, t0: --seed; both default 0)")
 #: Subcommands added by other modules: name -> (help, configure(parser), handler(args) -> exit status).
 _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
 
@@ -184,7 +184,7 @@ def configs_from_args(args: argparse.Namespace) -> list[RunConfig]:
         from fedtrain.sweep import repeat_configs
 
         if len(given.get("seed", [])) > 1:
-            raise ValueError("--repeats N takes one base seed (--seed T0; repeat r trains with seed T0+r), "
+            raise ValueError("--repeats N takes one base seed (--seed T0; repeat r trains with seed T0+1000r), "
                              f"not a seed list (got --seeds {','.join(map(str, given['seed']))})")
         configs = [rc for c in configs for rc in repeat_configs(c, repeats)]
     return configs

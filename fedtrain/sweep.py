@@ -11,8 +11,11 @@ mean ± standard deviation over seeds (runs that diverged are counted and left o
 
 Repeats as the paper runs them: :func:`repeat_config` gives repeat ``r`` of a configuration, which
 re-splits every silo with its own split seed (the dataset's split option,
-:data:`fedtrain.data.registry.SPLIT_SEED_OPTIONS`, set to ``s0 + r``) and trains with seed
-``config.seed + r``; ``s0`` is the split seed the configuration names (default 0).  Both seeds are
+:data:`fedtrain.data.registry.SPLIT_SEED_OPTIONS`, set to ``s0 + 1000 r``) and trains with seed
+``config.seed + 1000 r``; ``s0`` is the split seed the configuration names (default 0).  The stride
+:data:`REPEAT_SEED_STRIDE` = 1000 is the paper's code's (its repeat r uses seed ``seed + 1000 r`` for the
+split and the training; our splits use :func:`numpy.random.default_rng`, not scikit-learn's, so the
+splits themselves differ from the paper's).  Both seeds are
 part of the configuration and so of its key: the results store keeps one row per repeat, and a
 repeat computed alone equals the same repeat inside :func:`run_repeats`.  Rows are
 :class:`~fedtrain.engine.RunResult` objects.  The book's grids live in :mod:`fedtrain.presets`.
@@ -37,8 +40,11 @@ from fedtrain.results import ResultsStore
 if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.engine import RunResult
 
-__all__ = ["expand_grid", "run_sweep", "repeat_config", "repeat_configs", "run_repeats", "summarize", "select_rows", "load_config_data", "Runner",
+__all__ = ["expand_grid", "run_sweep", "REPEAT_SEED_STRIDE", "repeat_config", "repeat_configs", "run_repeats", "summarize", "select_rows", "load_config_data", "Runner",
            "gaussian_lambda_sweep"]
+
+#: Seed step between repeats (:func:`repeat_config`), the paper's code's ``seed + 1000 * r``.
+REPEAT_SEED_STRIDE = 1000
 
 #: ``runner(configs, data) -> list[RunResult]``; the default is :func:`fedtrain.engine.run_many`.
 Runner = Callable[[Sequence[RunConfig], FederatedData], Sequence[Any]]
@@ -216,7 +222,8 @@ def run_sweep(
 
 
 def repeat_config(config: RunConfig, r: int) -> RunConfig:
-    """Repeat ``r`` (0-based) of ``config``: split seed ``s0 + r`` for every silo and training seed ``config.seed + r``.
+    """Repeat ``r`` (0-based) of ``config``: split seed ``s0 + 1000 r`` for every silo and training seed
+    ``config.seed + 1000 r`` (stride :data:`REPEAT_SEED_STRIDE`).
 
     ``s0`` is the value of the dataset's split-seed option in ``config.dataset_options``
     (:func:`fedtrain.data.registry.split_seed_option`; for a stand-in without ``split_seed``, its ``seed``;
@@ -229,8 +236,8 @@ def repeat_config(config: RunConfig, r: int) -> RunConfig:
     name = split_seed_option(config.dataset)
     s0 = opts.get(name, opts.get("seed", 0) if name == "split_seed" else 0)
     s0 = int(check_integer_at_least(f"dataset option {name}", s0, 0))
-    opts[name] = s0 + r
-    return config.replace(seed=config.seed + r, dataset_options=opts)
+    opts[name] = s0 + REPEAT_SEED_STRIDE * r
+    return config.replace(seed=config.seed + REPEAT_SEED_STRIDE * r, dataset_options=opts)
 
 
 def repeat_configs(config: RunConfig, repeats: int) -> list[RunConfig]:

@@ -37,15 +37,15 @@ def test_every_dataset_names_its_split_seed_option():
 def test_repeat_r_sets_split_seed_and_training_seed():
     c = RunConfig(dataset="school", method="local", seed=7, dataset_options={"seed": 3, "test_fraction": 0.5})
     reps = repeat_configs(c, 4)
-    assert [r.seed for r in reps] == [7, 8, 9, 10]
-    assert [r.dataset_options["seed"] for r in reps] == [3, 4, 5, 6]
+    assert [r.seed for r in reps] == [7, 1007, 2007, 3007]
+    assert [r.dataset_options["seed"] for r in reps] == [3, 1003, 2003, 3003]
     assert all(r.dataset_options["test_fraction"] == 0.5 for r in reps)
     assert len({r.key() for r in reps}) == 4  # the split seed is part of the key: one row per repeat
     assert reps[2] == repeat_config(c, 2) and reps[2].key() == repeat_config(c, 2).key()
     # stand-ins: the population seed stays, the split seed starts from it
     s = _standin(dataset_options={"seed": 4})
-    assert [(r.dataset_options["seed"], r.dataset_options["split_seed"]) for r in repeat_configs(s, 2)] == [(4, 4), (4, 5)]
-    assert repeat_config(RunConfig(dataset="gaussian", method="local"), 1).dataset_options == {"seed": 1}
+    assert [(r.dataset_options["seed"], r.dataset_options["split_seed"]) for r in repeat_configs(s, 2)] == [(4, 4), (4, 1004)]
+    assert repeat_config(RunConfig(dataset="gaussian", method="local"), 1).dataset_options == {"seed": 1000}
     with pytest.raises(ValueError, match="repeats"):
         repeat_configs(c, 0)
 
@@ -64,7 +64,7 @@ def test_repeat_alone_equals_repeat_inside_a_repeats_run():
     out = run_repeats(c, 3, progress=False)
     (alone,) = run_sweep([repeat_config(c, 2)], progress=False)
     assert out["values"][2] == alone.test_metric
-    assert out["n"] == 3 and out["ddof"] == 1 and out["seeds"] == [0, 1, 2] and out["split_seeds"] == [0, 1, 2]
+    assert out["n"] == 3 and out["ddof"] == 1 and out["seeds"] == [0, 1000, 2000] and out["split_seeds"] == [0, 1000, 2000]
     assert out["mean"] == pytest.approx(np.mean(out["values"]))
     assert out["std"] == pytest.approx(np.std(out["values"], ddof=1))
     assert [r.config.key() for r in out["rows"]] == [r.key() for r in repeat_configs(c, 3)]
@@ -81,12 +81,12 @@ def test_store_holds_one_row_per_repeat_and_resumes(tmp_path):
 
     c = _standin()
     first = run_repeats(c, 3, store=tmp_path, runner=runner, progress=False)
-    assert len(ResultsStore(tmp_path)) == 3 and sorted(trained) == [0, 1, 2]
+    assert len(ResultsStore(tmp_path)) == 3 and sorted(trained) == [0, 1000, 2000]
     trained.clear()
     again = run_repeats(c, 4, store=tmp_path, runner=runner, progress=False)  # resumes: only repeat 3 trains
-    assert trained == [3] and len(ResultsStore(tmp_path)) == 4
+    assert trained == [3000] and len(ResultsStore(tmp_path)) == 4
     assert again["values"][:3] == first["values"]
-    assert {r.config.dataset_options["split_seed"] for r in ResultsStore(tmp_path).rows()} == {0, 1, 2, 3}
+    assert {r.config.dataset_options["split_seed"] for r in ResultsStore(tmp_path).rows()} == {0, 1000, 2000, 3000}
 
 
 def test_school_repeats_resplit_and_spread_more_than_one_split():
@@ -99,7 +99,7 @@ def test_school_repeats_resplit_and_spread_more_than_one_split():
     c = RunConfig.paper("school", "local", eps=math.inf, rounds=10)
     reps = repeat_configs(c, 3)
     d0, d1 = load_config_data(reps[0]), load_config_data(reps[1])
-    assert d0.info["split_seed"] == 0 and d1.info["split_seed"] == 1
+    assert d0.info["split_seed"] == 0 and d1.info["split_seed"] == 1000
     assert not all(np.array_equal(a, b) for a, b in zip(d0.test_y, d1.test_y))
     resplit = run_repeats(c, 3, progress=False)
     fixed = run_sweep([c.replace(seed=s) for s in range(3)], progress=False)
@@ -112,12 +112,12 @@ def test_cli_repeats_json(capsys):
                  "--repeats", "3", "--json"]) == 0
     obj = json.loads(capsys.readouterr().out)
     assert obj["n"] == 3 and obj["ddof"] == 1 and len(obj["values"]) == 3
-    assert obj["seeds"] == [7, 8, 9] and obj["split_seeds"] == [5, 6, 7]
+    assert obj["seeds"] == [7, 1007, 2007] and obj["split_seeds"] == [5, 1005, 2005]
     assert obj["mean"] == pytest.approx(np.mean(obj["values"]))
     assert obj["std"] == pytest.approx(np.std(obj["values"], ddof=1)) and obj["std"] > 0
     assert main(["run", *TINY, "--method", "local", "--eps", "inf", "--repeats", "2"]) == 0
     out = capsys.readouterr().out
-    assert "ddof=1" in out and "split_seeds" in out and "[0, 1]" in out
+    assert "ddof=1" in out and "split_seeds" in out and "[0, 1000]" in out
 
 
 @pytest.mark.parametrize("argv", [["--seeds", "5"], ["--seeds=5"]])
@@ -138,3 +138,16 @@ def test_cli_one_seed_and_seed_lists_still_work(capsys):
     with pytest.raises(SystemExit):
         main(["run", *TINY, "--method", "local", "--eps", "inf", "--seeds", "0,1", "--repeats", "2"])
     assert "one base seed" in capsys.readouterr().err
+
+
+def test_cli_sweep_repeats_store_one_row_per_repeat_and_resume(tmp_path, capsys):
+    argv = ["sweep", *TINY, "--method", "local,fedavg", "--eps", "inf", "--repeats", "2", "--results", str(tmp_path),
+            "--json"]
+    assert main(argv) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["runs"] == 4 and len(ResultsStore(tmp_path)) == 4
+    assert [(s["method"], s["n"], s["split_seeds"]) for s in obj["summary"]] == [("local", 2, [0, 1000]),
+                                                                                  ("fedavg", 2, [0, 1000])]
+    mtimes = {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()}
+    assert main(argv) == 0  # re-run: every repeat is already stored
+    assert {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()} == mtimes
