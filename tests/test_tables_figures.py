@@ -11,11 +11,35 @@ def test_checks_markdown_rows_verdicts_and_summary():
     md = checks_markdown([compare("λ*_np (eq. 1)", x / y, x * y**-1), compare("typo", x, 2 * x, note="should be 2x")])
     lines = md.splitlines()
     assert lines[0].startswith("**2 checks: 1 agrees, 1 differs.**") and "**Unexpected failures:** typo." in lines[0]
-    assert lines[2] == "| # and result | derived (sympy) | printed (paper) |"
-    assert lines[4].startswith(r"| 1. λ\*\_np (eq. 1): ✓ equal")
-    assert r"$\displaystyle \frac{x}{y}$" in lines[4]
-    assert lines[5].startswith("| 2. typo: ✗ **differs** at $") and "*should be 2x*" in lines[5]
-    assert all(line.count("|") - line.count(r"\|") == 4 for line in lines[2:])  # 3 cells per row
+    assert lines[2] == "| # check and result | derived (sympy) over printed (paper) |"
+    # two rows per check: number and name beside the derived expression, verdict beside the printed one
+    assert lines[4] == r"| **1.** λ\*\_np (eq. 1) | derived: $\displaystyle \frac{x}{y}$ |"
+    assert lines[5].startswith("| ✓ equal") and lines[5].endswith(r"| printed: $\displaystyle \frac{x}{y}$ |")
+    assert lines[6] == r"| **2.** typo | derived: $\displaystyle x$ |"
+    assert lines[7].startswith("| ✗ **differs** at $") and "*should be 2x*" in lines[7]
+    assert all(line.count("|") - line.count(r"\|") == 3 for line in lines[2:])  # 2 cells per row
+
+
+def test_a_counterexample_point_wraps_one_coordinate_per_formula():
+    row = checks_markdown([compare("typo", x + y, x + 2 * y)]).splitlines()[5]
+    assert " at $x=" in row and "$, $y=" in row  # x and y in separate formulas: the text can wrap between them
+
+
+def test_expressions_wider_than_the_column_share_go_to_the_dropdown():
+    import pytest
+
+    from fedtheory.figures.tables import MAX_WIDTH, visible_width
+
+    wide = sum(sp.Symbol(f"b{i}") for i in range(MAX_WIDTH))  # MAX_WIDTH terms, > MAX_WIDTH visible symbols
+    narrow = sum(sp.Symbol(f"b{i}") for i in range(MAX_WIDTH // 3))
+    assert visible_width(sp.latex(wide)) > MAX_WIDTH >= visible_width(sp.latex(narrow))
+    md = checks_markdown([compare("narrow", narrow, narrow), compare("wide", wide, wide + x - x)])
+    rows = [ln for ln in md.splitlines() if ln.startswith("| ")][1:]  # after the header
+    assert "$" in rows[0] and "$" in rows[1] and "dropdown" not in rows[0] + rows[1]
+    assert "see dropdown 2 below" in rows[2] and "see dropdown 2 below" in rows[3] and "$" not in rows[2] + rows[3]
+    assert "````{dropdown} 2. ✓ wide" in md and "dropdown} 1." not in md
+    with pytest.raises(ValueError, match="max_width"):
+        checks_markdown([compare("c", x, x)], max_width=0)
 
 
 def test_expected_failures_are_named_in_the_summary_and_unknown_names_rejected():
@@ -32,10 +56,11 @@ def test_expected_failures_are_named_in_the_summary_and_unknown_names_rejected()
 
 def test_pipes_in_latex_do_not_split_cells_and_long_expressions_go_to_a_dropdown():
     row = checks_markdown([compare("abs", sp.Abs(x - y), sp.Abs(y - x))]).splitlines()[-1]
-    assert r"\vert" in row and row.count("|") == 4
+    assert r"\vert" in row and row.count("|") == 3
     big = sum(sp.Symbol(f"a{i}") ** i for i in range(200))
     md = checks_markdown([compare("big", big, big + x - x)], max_width=100)
-    table_row = [ln for ln in md.splitlines() if ln.startswith("| 1. big")][0]
+    lines = md.splitlines()
+    table_row = lines[lines.index(r"| **1.** big | derived: long (" + str(sp.count_ops(big)) + " operations), see dropdown 1 below |")]
     assert "see dropdown 1 below" in table_row and "operations" in table_row and "$" not in table_row
     assert "````{dropdown} 1. ✓ big: derived and printed in full" in md
     assert md.count("$$") == 4 and "a_{199}^{199}" in md and md.rstrip().endswith("````")

@@ -20,9 +20,10 @@ import sympy as sp
 __all__ = ["checks_markdown", "checks_summary", "display_checks", "display_table", "format_noise", "markdown_table", "visible_width"]
 
 #: Expressions wider than this many visible symbols (see :func:`visible_width`) go into a dropdown below
-#: the table instead of a table cell, so that the derived and printed columns stay side by side within
-#: the text column.
-MAX_WIDTH = 48
+#: the table instead of a table cell, so that the table fits the text column.  Measured in the built book
+#: (740 px column, 1280 px window): a display-style formula takes up to about 14 px per visible symbol, and
+#: the expression column has about 500 px beside the wrapped check names.
+MAX_WIDTH = 34
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#$])")
 
@@ -84,8 +85,9 @@ def _verdict(check, expected_failure: bool) -> str:
     else:
         text = "✗ **differs** (expected: a typo in the paper)" if expected_failure else "✗ **differs**"
         if check.counterexample:
-            point = ", ".join(f"{sp.latex(s)}={sp.latex(v)}" for s, v in check.counterexample.items())
-            text += f" at ${point}$"
+            # one formula per coordinate, so that a long point wraps within its cell
+            point = ", ".join(f"${sp.latex(s)}={sp.latex(v)}$" for s, v in check.counterexample.items())
+            text += f" at {point}"
     if check.note:
         text += f". *{_escape(check.note)}*"
     return text
@@ -137,25 +139,29 @@ def checks_markdown(checks: Iterable, *, expected_failures: Iterable[str] = (),
 
     ``checks`` are :class:`fedtheory.checks.Check` objects; ``expected_failures`` names the rows that
     are known typos in the paper (the summary lists them as expected failures, any other failing row as
-    unexpected).  Each row starts with its number, name and verdict (✓ equal / ✗ differs), then puts the
-    derived and printed expressions side by side, so that the table fits the text column; an expression wider
-    than ``max_width`` visible symbols (:func:`visible_width`) is shown in full in a dropdown (an HTML ``<details>``)
-    under the table, and its cell points there.  A failing row gives the rational point where the two
-    sides differ.
+    unexpected).  The table has two columns and two rows per check, so that it fits the text column: the
+    first row holds the check's number and name and the derived (sympy) expression, the second its verdict
+    (✓ equal / ✗ differs) and the printed (paper) expression, stacked under the derived one.  An expression
+    wider than ``max_width`` visible symbols (:func:`visible_width`) is shown in full in a dropdown (an HTML
+    ``<details>``) under the table, and its cell points there.  A failing row gives the rational point
+    where the two sides differ.
     """
+    if max_width < 1:
+        raise ValueError(f"max_width must be a positive number of symbols (got {max_width!r})")
     checks = list(checks)
     expected = set(expected_failures)
     lines = [checks_summary(checks, expected), "",
-             "| # and result | derived (sympy) | printed (paper) |", "|---|---|---|"]
+             "| # check and result | derived (sympy) over printed (paper) |", "|---|---|"]
     long_rows = []
     for i, c in enumerate(checks, 1):
         d, p = _latex(c.derived), _latex(c.printed)
-        cells = [f"$\\displaystyle {tex}$" if visible_width(tex) <= max_width
-                 else f"long ({sp.count_ops(expr)} operations): see dropdown {i} below"
-                 for tex, expr in ((d, c.derived), (p, c.printed))]
+        cells = [f"{side}: $\\displaystyle {tex}$" if visible_width(tex) <= max_width
+                 else f"{side}: long ({sp.count_ops(expr)} operations), see dropdown {i} below"
+                 for side, tex, expr in (("derived", d, c.derived), ("printed", p, c.printed))]
         if max(visible_width(d), visible_width(p)) > max_width:
             long_rows.append((i, c, d, p))
-        lines.append(f"| {i}. {_escape(c.name)}: {_verdict(c, c.name in expected)} | {cells[0]} | {cells[1]} |")
+        lines.append(f"| **{i}.** {_escape(c.name)} | {cells[0]} |")
+        lines.append(f"| {_verdict(c, c.name in expected)} | {cells[1]} |")
     for i, c, d, p in long_rows:
         mark = "✓" if c else "✗"
         lines += ["", f"````{{dropdown}} {i}. {mark} {_escape(c.name)}: derived and printed in full",
