@@ -11,17 +11,19 @@ def test_checks_markdown_rows_verdicts_and_summary():
     md = checks_markdown([compare("λ*_np (eq. 1)", x / y, x * y**-1), compare("typo", x, 2 * x, note="should be 2x")])
     lines = md.splitlines()
     assert lines[0].startswith("**2 checks: 1 agrees, 1 differs.**") and "**Unexpected failures:** typo." in lines[0]
-    assert lines[2] == "| # check and result | derived (sympy) over printed (paper) |"
+    assert lines[2:5] == ["````{table}", ":class: fedbook-checks", ""] and lines[-1] == "````"
+    lines = lines[5:-1]
+    assert lines[0] == "| # check and result | derived (sympy) over printed (paper) |"
     # two rows per check: number and name beside the derived expression, verdict beside the printed one
-    assert lines[4] == r"| **1.** λ\*\_np (eq. 1) | derived: $\displaystyle \frac{x}{y}$ |"
-    assert lines[5].startswith("| ✓ equal") and lines[5].endswith(r"| printed: $\displaystyle \frac{x}{y}$ |")
-    assert lines[6] == r"| **2.** typo | derived: $\displaystyle x$ |"
-    assert lines[7].startswith("| ✗ **differs** at $") and "*should be 2x*" in lines[7]
-    assert all(line.count("|") - line.count(r"\|") == 3 for line in lines[2:])  # 2 cells per row
+    assert lines[2] == r"| **1.** λ\*\_np (eq. 1) | derived: $\displaystyle \frac{x}{y}$ |"
+    assert lines[3].startswith("| ✓ equal") and lines[3].endswith(r"| printed: $\displaystyle \frac{x}{y}$ |")
+    assert lines[4] == r"| **2.** typo | derived: $\displaystyle x$ |"
+    assert lines[5].startswith("| ✗ **differs** at $") and "*should be 2x*" in lines[5]
+    assert all(line.count("|") - line.count(r"\|") == 3 for line in lines)  # 2 cells per row
 
 
 def test_a_counterexample_point_wraps_one_coordinate_per_formula():
-    row = checks_markdown([compare("typo", x + y, x + 2 * y)]).splitlines()[5]
+    row = checks_markdown([compare("typo", x + y, x + 2 * y)]).splitlines()[8]
     assert " at $x=" in row and "$, $y=" in row  # x and y in separate formulas: the text can wrap between them
 
 
@@ -55,7 +57,7 @@ def test_expected_failures_are_named_in_the_summary_and_unknown_names_rejected()
 
 
 def test_pipes_in_latex_do_not_split_cells_and_long_expressions_go_to_a_dropdown():
-    row = checks_markdown([compare("abs", sp.Abs(x - y), sp.Abs(y - x))]).splitlines()[-1]
+    row = checks_markdown([compare("abs", sp.Abs(x - y), sp.Abs(y - x))]).splitlines()[-2]
     assert r"\vert" in row and row.count("|") == 3
     big = sum(sp.Symbol(f"a{i}") ** i for i in range(200))
     md = checks_markdown([compare("big", big, big + x - x)], max_width=100)

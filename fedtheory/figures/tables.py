@@ -150,7 +150,8 @@ def checks_markdown(checks: Iterable, *, expected_failures: Iterable[str] = (),
         raise ValueError(f"max_width must be a positive number of symbols (got {max_width!r})")
     checks = list(checks)
     expected = set(expected_failures)
-    lines = [checks_summary(checks, expected), "",
+    # the table directive gives the table a class: fedbook.css stripes each check's pair of rows alike
+    lines = [checks_summary(checks, expected), "", "````{table}", ":class: fedbook-checks", "",
              "| # check and result | derived (sympy) over printed (paper) |", "|---|---|"]
     long_rows = []
     for i, c in enumerate(checks, 1):
@@ -162,6 +163,7 @@ def checks_markdown(checks: Iterable, *, expected_failures: Iterable[str] = (),
             long_rows.append((i, c, d, p))
         lines.append(f"| **{i}.** {_escape(c.name)} | {cells[0]} |")
         lines.append(f"| {_verdict(c, c.name in expected)} | {cells[1]} |")
+    lines.append("````")
     for i, c, d, p in long_rows:
         mark = "✓" if c else "✗"
         lines += ["", f"````{{dropdown}} {i}. {mark} {_escape(c.name)}: derived and printed in full",
