@@ -25,6 +25,7 @@ __all__ = [
     "seed_stats",
     "best_lambda_table",
     "best_by_label",
+    "mean_gap",
     "best_lambda_by_eps",
     "lambda_curve",
     "curves_by_method",
@@ -102,6 +103,16 @@ def best_lambda_table(rows: Iterable["RunResult"]) -> list[dict[str, Any]]:
 def best_by_label(rows: Iterable["RunResult"]) -> dict[tuple, dict[str, Any]]:
     """:func:`best_lambda_table` keyed by ``(method label, ε)`` (the lookup the empirical chapters assert on)."""
     return {(t["label"], t["eps"]): t for t in best_lambda_table(rows)}
+
+
+def mean_gap(table: Mapping[tuple, Mapping[str, Any]], a: str, b: str, eps: float) -> tuple[float, float]:
+    """``(mean_a − mean_b, max(std_a, std_b))`` at ``eps`` in a :func:`best_by_label` table.
+
+    The difference of two methods' seed means and the larger of their seed standard deviations: the
+    comparison the empirical chapters assert on ("a beats b by more than 2 std").
+    """
+    ta, tb = table[(a, eps)], table[(b, eps)]
+    return ta["mean"] - tb["mean"], max(ta["std"], tb["std"])
 
 
 def lambda_curve(rows: Iterable["RunResult"], eps: float, method: str = "mrmtl",

@@ -241,3 +241,12 @@ def test_zoom_panel_keeps_an_outlier_off_scale():
     lo_x, hi_x = zoom.get_xlim()
     assert hi_x < 0.03 and lo_x > 0.02  # the three close methods fill the panel
     plt.close(fig)
+
+
+def test_mean_gap_is_difference_of_means_and_larger_std():
+    from fedtrain.analysis import mean_gap
+
+    table = {("A", 1.0): {"mean": 0.5, "std": 0.01}, ("B", 1.0): {"mean": 0.2, "std": 0.03}}
+    diff, std = mean_gap(table, "A", "B", 1.0)
+    assert math.isclose(diff, 0.3) and std == 0.03
+    assert mean_gap(table, "B", "A", 1.0) == (-diff, std)
