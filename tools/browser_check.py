@@ -90,7 +90,12 @@ def start_browser():
 
 _WAIT_MATHJAX = """
 const done = arguments[arguments.length - 1];
-const settle = () => setTimeout(() => done(true), 200);
+let finished = false;
+const finish = (v) => { if (!finished) { finished = true; done(v); } };
+const settle = () => setTimeout(() => finish(true), 200);
+// bounded: a typeset that never settles is reported as 'pending' (the caller reloads once, then the
+// math check reports whatever is still untypeset) instead of hanging the WebDriver script timeout
+setTimeout(() => finish('pending'), 20000);
 if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
   MathJax.startup.promise.then(() => (MathJax.typesetPromise ? MathJax.typesetPromise() : null))
     .then(settle, settle);
@@ -190,7 +195,11 @@ def check_page(driver, url: str, name: str) -> PageReport:
     report = PageReport(name)
     driver.get_log("browser")  # drop the previous page's messages
     driver.get(url)
-    driver.execute_async_script(_WAIT_MATHJAX)
+    if driver.execute_async_script(_WAIT_MATHJAX) == "pending":  # MathJax did not settle in 20 s: one reload
+        driver.get_log("browser")
+        driver.get(url)
+        if driver.execute_async_script(_WAIT_MATHJAX) == "pending":
+            report.add("math", "MathJax did not finish typesetting within 20 s, twice")
     found = driver.execute_script(_INSPECT)
     widgets = driver.execute_async_script(_WIDGETS)
     report.widgets = widgets["count"]
