@@ -29,6 +29,9 @@ class FederatedData:
     real: bool
     num_classes: int | None = None
     info: dict = field(default_factory=dict)
+    #: ``(C, H, W)`` for image data stored flattened (``d = C*H*W``, channel-major as ``x.reshape(-1, C, H, W)``
+    #: reads it); ``None`` for tabular data.  Image models (``model="convnet"``) need it.
+    input_shape: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         k = len(self.train_x)
@@ -39,6 +42,12 @@ class FederatedData:
         dims = {x.shape[1] for x in self.train_x} | {x.shape[1] for x in self.test_x}
         if len(dims) != 1:
             raise ValueError(f"all silos must share one feature dimension (got {sorted(dims)})")
+        if self.input_shape is not None:
+            shape = tuple(int(v) for v in self.input_shape)
+            if len(shape) != 3 or min(shape) < 1 or int(np.prod(shape)) != dims.pop():
+                raise ValueError(f"input_shape must be (C, H, W) with C*H*W equal to the feature dimension "
+                                 f"(got {self.input_shape} for d={self.train_x[0].shape[1]})")
+            self.input_shape = shape
         for name, xs, ys in (("train", self.train_x, self.train_y), ("test", self.test_x, self.test_y)):
             for i, (x, y) in enumerate(zip(xs, ys)):
                 if x.shape[0] != y.shape[0]:
@@ -73,5 +82,5 @@ class FederatedData:
         info = {k: v for k, v in self.info.items()
                 if isinstance(v, (str, int, float, bool, tuple)) and k not in ("file", "sha256")}
         return {"name": self.name, "real": bool(self.real), "task": self.task, "num_silos": self.num_silos,
-                "dim": self.dim, "train_size": int(self.train_sizes.sum()), "test_size": int(self.test_sizes.sum()),
+                "dim": self.dim, "input_shape": list(self.input_shape) if self.input_shape else None, "train_size": int(self.train_sizes.sum()), "test_size": int(self.test_sizes.sum()),
                 "file": self.info.get("file"), "sha256": self.info.get("sha256"), "info": encode(info)}
