@@ -34,16 +34,19 @@ to end).  :func:`build_model` maps :data:`fedtrain.config.MODELS` names to model
 """
 from __future__ import annotations
 
+import collections
 import math
 from typing import Mapping
 
 import torch
+import torch.nn.functional as F
 from torch.func import grad, vmap
 
 from fedtrain.losses import HingeLoss, LogisticLoss, Loss, SquaredLoss, loss_for_task
 
 __all__ = ["Loss", "SquaredLoss", "HingeLoss", "LogisticLoss", "loss_for_task", "FunctionalModel",
-           "LinearModel", "MLPModel", "build_model", "MLP_HIDDEN"]
+           "LinearModel", "MLPModel", "ConvNetModel", "build_model", "MLP_HIDDEN", "CONVNET_CHANNELS",
+           "convnet_module", "DEFAULT_SILO_CHUNK"]
 
 #: Relative error of ``‖v‖²`` below which the linear model's expanded-form norm is trusted (see module doc).
 EXPANDED_NORM_REL_TOL = 1e-4
@@ -327,18 +330,151 @@ class MLPModel(FunctionalModel):
         return torch.matmul(h, params["w2"]) + params["b2"].unsqueeze(-2)
 
 
+#: Output channels of the ConvNet's two 3×3 convolutions (App. C.1: 32 then 64).
+CONVNET_CHANNELS = (32, 64)
+#: Smallest side the ConvNet takes without padding (two VALID 3×3 convolutions, each followed by a 2×2 pool).
+CONVNET_MIN_VALID = 10
+
+
+class ConvNetModel(FunctionalModel):
+    """The MR-MTL paper's ConvNet (App. C.1, Het. CIFAR-10 and Rotated & Masked MNIST; notes §4.1).
+
+    ``Conv3×3(C→32) → ReLU → MaxPool2×2/2 → Conv3×3(32→64) → ReLU → MaxPool2×2/2 → Linear(→o)``,
+    ``padding="valid"`` (the paper's "VALID"): 28×28×1 → 26 → 13 → 11 → 5, so 64·5·5 = 1600 features
+    (``D = 34 826`` for 10 classes); 32×32×3 → 30 → 15 → 13 → 6, 2304 features (``D = 42 442``).  Inputs
+    smaller than :data:`CONVNET_MIN_VALID` on a side (the 8×8 scikit-learn digits) would vanish after the
+    second pool, so for them ``padding="same"`` (zero padding 1) is the default: 8×8 → 8 → 4 → 4 → 2
+    (256 features); pass ``padding`` to choose.  The input arrives flattened channel-major with the
+    engine's bias column appended (``x̃ = [x, 1]``, ``p = C·H·W + 1``); the bias column is dropped.
+
+    Parameters (flat order): ``conv1.weight (32,C,3,3)``, ``conv1.bias (32,)``, ``conv2.weight (64,32,3,3)``,
+    ``conv2.bias (64,)``, ``fc.weight (o,F)``, ``fc.bias (o,)``: the names and shapes of
+    :func:`convnet_module`'s ``nn.Module``, so a flat vector maps one-to-one onto its ``state_dict``.
+    Initialization: PyTorch's default for ``Conv2d``/``Linear`` (Kaiming-uniform weights with
+    ``a = √5``, i.e. U(±1/√fan_in), and biases U(±1/√fan_in)), always random (all silos share the
+    draw; IFCA's centres each draw their own).  Per-example gradients take the generic
+    ``torch.func`` path; :meth:`forward` maps the pure single-model :meth:`apply` over stacked
+    parameters with ``vmap`` (batched convolutions become grouped ones), in chunks of at most
+    ``GENERIC_MAX_ENTRIES`` input entries.
+    """
+
+    random_init = True
+
+    def __init__(self, input_shape: tuple[int, int, int], out_dim: int, dtype: torch.dtype = torch.float32,
+                 device: str | torch.device = "cpu", *, padding: str | None = None, silo_chunk: int | None = None):
+        super().__init__(dtype, device, silo_chunk)
+        shape = tuple(input_shape) if input_shape is not None else ()
+        if len(shape) != 3 or not all(isinstance(v, (int,)) or hasattr(v, "__index__") for v in shape) \
+                or min(int(v) for v in shape) < 1:
+            raise ValueError(f"input_shape must be (C, H, W) with positive integers (got {input_shape!r})")
+        C, H, W = (int(v) for v in shape)
+        if padding is None:
+            padding = "valid" if min(H, W) >= CONVNET_MIN_VALID else "same"
+        if padding not in ("valid", "same"):
+            raise ValueError(f"padding must be 'valid' or 'same' (got {padding!r})")
+        pad = 0 if padding == "valid" else 1
+        h, w = H, W
+        for _ in range(2):
+            h, w = (h + 2 * pad - 2) // 2, (w + 2 * pad - 2) // 2
+        if h < 1 or w < 1:
+            raise ValueError(f"input_shape {shape} is too small for the ConvNet with padding={padding!r} "
+                             f"(each side must be >= {CONVNET_MIN_VALID} for 'valid', >= 4 for 'same')")
+        self.input_shape = (C, H, W)
+        self.padding, self.pad = padding, pad
+        self.in_dim = C * H * W + 1
+        self.out_dim = int(out_dim)
+        c1, c2 = CONVNET_CHANNELS
+        self.features = c2 * h * w
+        self.shapes = {"conv1.weight": (c1, C, 3, 3), "conv1.bias": (c1,), "conv2.weight": (c2, c1, 3, 3),
+                       "conv2.bias": (c2,), "fc.weight": (self.out_dim, self.features), "fc.bias": (self.out_dim,)}
+
+    def init(self, lead, generator=None, *, random=True):
+        lead = tuple(lead)
+        parts = {}
+        fan = {"conv1": self.input_shape[0] * 9, "conv2": CONVNET_CHANNELS[0] * 9, "fc": self.features}
+        for name, shape in self.shapes.items():
+            bound = 1.0 / math.sqrt(fan[name.split(".")[0]])
+            u = torch.rand(lead + shape, generator=generator, dtype=self.dtype, device=self.device)
+            parts[name] = (2.0 * u - 1.0) * bound
+        return self.flatten(parts)
+
+    def apply(self, params, x):
+        """Single parameter set (exact shapes), ``x (..., p)`` → ``(..., o)``."""
+        lead = x.shape[:-1]
+        img = x[..., : self.in_dim - 1].reshape(-1, *self.input_shape)
+        h = F.max_pool2d(F.relu(F.conv2d(img, params["conv1.weight"], params["conv1.bias"], padding=self.pad)), 2)
+        h = F.max_pool2d(F.relu(F.conv2d(h, params["conv2.weight"], params["conv2.bias"], padding=self.pad)), 2)
+        f = F.linear(h.flatten(1), params["fc.weight"], params["fc.bias"])
+        return f.reshape(*lead, self.out_dim)
+
+    def forward(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """``theta (..., D)``, ``x (..., b, p)`` (leading dimensions broadcast) → ``(..., b, o)``."""
+        lead = torch.broadcast_shapes(theta.shape[:-1], x.shape[:-2])
+        b, p = x.shape[-2:]
+        L = math.prod(lead)
+        th = theta.expand(*lead, theta.shape[-1])
+        xe = x.expand(*lead, b, p)
+        one = vmap(lambda t, xi: self.apply(self.unflatten(t), xi))
+        step = max(1, GENERIC_MAX_ENTRIES // max(1, b * p))
+        if self.silo_chunk is not None:
+            step = min(step, self.silo_chunk)
+        outs = []
+        for s in range(0, L, step):
+            idx = torch.unravel_index(torch.arange(s, min(L, s + step), device=x.device), lead) if lead else ()
+            outs.append(one(th[idx] if lead else th[None], xe[idx] if lead else xe[None]))
+        return torch.cat(outs, 0).reshape(*lead, b, self.out_dim)
+
+
+def convnet_module(input_shape: tuple[int, int, int], out_dim: int, padding: str | None = None) -> torch.nn.Module:
+    """The ``nn.Module`` equal to :class:`ConvNetModel` (same parameter names, shapes and function).
+
+    It takes images ``(N, C, H, W)`` (no bias column); load a flat vector with
+    ``module.load_state_dict(model.unflatten(theta))``.  Used by the Opacus reference
+    (:mod:`fedtrain.reference`) and the tests comparing per-example gradients with Opacus'.
+    """
+    spec = ConvNetModel(input_shape, out_dim, padding=padding)
+    c1, c2 = CONVNET_CHANNELS
+    C = spec.input_shape[0]
+    return torch.nn.Sequential(collections.OrderedDict([
+        ("conv1", torch.nn.Conv2d(C, c1, 3, padding=spec.pad)), ("relu1", torch.nn.ReLU()),
+        ("pool1", torch.nn.MaxPool2d(2)),
+        ("conv2", torch.nn.Conv2d(c1, c2, 3, padding=spec.pad)), ("relu2", torch.nn.ReLU()),
+        ("pool2", torch.nn.MaxPool2d(2)), ("flat", torch.nn.Flatten()),
+        ("fc", torch.nn.Linear(spec.features, spec.out_dim))]))
+
+
+#: Default ``silo_chunk`` per model on CPU (None: as many silos as fit ``GENERIC_MAX_ENTRIES``), from
+#: ``benchmarks/bench_silo_chunk.py``; see that script's docstring for the measurement.
+DEFAULT_SILO_CHUNK: dict[str, int | None] = {"linear": None, "mlp": None, "convnet": None}
+
+
 def build_model(name: str, in_dim: int, out_dim: int, *, dtype: torch.dtype = torch.float32,
-                device: str | torch.device = "cpu", **options) -> FunctionalModel:
+                device: str | torch.device = "cpu", input_shape: tuple[int, int, int] | None = None,
+                **options) -> FunctionalModel:
     """The model a config's ``model`` field names (:data:`fedtrain.config.MODELS`).
 
     ``in_dim`` is the feature count ``d`` (the bias column is added here), ``out_dim`` the output
-    width.  ``options`` are execution options that do not change the numbers beyond float32
-    rounding: ``silo_chunk`` (both models) and ``closed_form`` (``linear`` only).
+    width, ``input_shape`` the data's ``(C, H, W)`` (image data; ``convnet`` needs it and raises
+    ``ValueError`` naming ``model`` on tabular data).  ``options`` are execution options that do not
+    change the numbers beyond float32 rounding: ``silo_chunk`` (every model; default
+    :data:`DEFAULT_SILO_CHUNK` on CPU) and ``closed_form`` (``linear`` only); ``padding`` for
+    ``convnet`` (see :class:`ConvNetModel`).
     """
+    if name not in ("linear", "mlp", "convnet"):
+        raise ValueError(f"model must be one of 'linear', 'mlp', 'convnet' (got {name!r})")
+    if "closed_form" in options and name != "linear":
+        raise ValueError(f"closed_form applies to the 'linear' model only (the {name!r} model has no closed form)")
+    if "padding" in options and name != "convnet":
+        raise ValueError(f"padding applies to the 'convnet' model only (got model={name!r})")
+    if "silo_chunk" not in options and torch.device(device).type == "cpu":
+        options["silo_chunk"] = DEFAULT_SILO_CHUNK[name]
     if name == "linear":
         return LinearModel(in_dim, out_dim, dtype, device, **options)
     if name == "mlp":
-        if "closed_form" in options:
-            raise ValueError("closed_form applies to the 'linear' model only (the 'mlp' model has no closed form)")
         return MLPModel(in_dim, out_dim, dtype, device, **options)
-    raise ValueError(f"model must be one of 'linear', 'mlp' (got {name!r})")
+    if input_shape is None:
+        raise ValueError("model='convnet' needs image data (a dataset with input_shape (C, H, W)); "
+                         "this dataset is tabular: use model='linear' or 'mlp'")
+    if math.prod(input_shape) != in_dim:
+        raise ValueError(f"input_shape {tuple(input_shape)} does not match the feature count {in_dim}")
+    return ConvNetModel(input_shape, out_dim, dtype, device, **options)
