@@ -407,21 +407,92 @@ class ConvNetModel(FunctionalModel):
         f = F.linear(h.flatten(1), params["fc.weight"], params["fc.bias"])
         return f.reshape(*lead, self.out_dim)
 
+    # -- the batched path: G models at once, convolutions as unfold + batched matmul -------------------------
+    def _layers(self, P: dict[str, torch.Tensor], x: torch.Tensor, keep: bool = False):
+        """Forward of ``G`` models on their own batches: params ``{name: (G, *shape)}``, ``x (G, b, p)``.
+
+        Each convolution is ``unfold`` (im2col) and a batched matmul, so the patches ``A`` and the
+        pre-activations ``Z`` of every layer are at hand for the per-example weight gradients
+        ``∂ℓ_i/∂W = Σ_l (∂ℓ_i/∂Z_{i,l}) A_{i,l}ᵀ`` (the computation Opacus' conv grad sampler does, here
+        for all models at once).  Returns the output ``(G, b, o)`` and, with ``keep``, the list of
+        ``(A, Z)`` per layer.
+        """
+        G, b = x.shape[0], x.shape[1]
+        h = x[..., : self.in_dim - 1].reshape(G * b, *self.input_shape)
+        saved = []
+        for layer in ("conv1", "conv2"):
+            w = P[layer + ".weight"]
+            oc = w.shape[1]
+            hs, ws = h.shape[-2] + 2 * self.pad - 2, h.shape[-1] + 2 * self.pad - 2
+            A = F.unfold(h, 3, padding=self.pad).reshape(G, b, -1, hs * ws)  # (G,b,C·9,L)
+            Z = torch.matmul(w.reshape(G, 1, oc, -1), A).add_(P[layer + ".bias"][:, None, :, None])  # (G,b,oc,L)
+            saved.append((A, Z))
+            # ReLU after the pool: max and ReLU commute (both monotone), so the values and gradients are
+            # those of ReLU → MaxPool, at a quarter of the ReLU's cost
+            h = F.relu(F.max_pool2d(Z.reshape(G * b, oc, hs, ws), 2))
+        A = h.reshape(G, b, -1)  # (G,b,F)
+        Z = torch.matmul(A, P["fc.weight"].transpose(-1, -2)) + P["fc.bias"][:, None, :]  # (G,b,o)
+        saved.append((A, Z))
+        return Z, (saved if keep else None)
+
+    def per_example_grads(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, loss: Loss) -> torch.Tensor:
+        """Per-example gradients ``(U, c, K, b, D)`` (the arguments of :meth:`FunctionalModel.per_example_grads`).
+
+        Computed like Opacus' grad samplers, vectorized over all ``U·c·K`` models: one forward
+        (:meth:`_layers`), one backward of the summed loss to the pre-activations (examples are
+        independent, so ``∂(Σ_j ℓ_j)/∂Z_i = ∂ℓ_i/∂Z_i``), then ``einsum`` with the saved patches.  Equal to
+        ``vmap(grad(...))`` (the generic path, :meth:`per_example_grads_func`) and to Opacus'
+        ``grad_sample`` up to float32 rounding (tests/test_fedtrain_convnet.py).
+        """
+        U, c, K, D = theta.shape
+        b, p = x.shape[2], x.shape[3]
+        G = U * c * K
+        xs = x[:, None].expand(U, c, K, b, p).reshape(G, b, p)
+        ys = y[:, None].expand(U, c, K, b).reshape(G, b)
+        with torch.enable_grad():
+            P = {k: v.detach() for k, v in self.unflatten(theta.reshape(G, D)).items()}
+            for v in P.values():
+                v.requires_grad_(True)
+            out, saved = self._layers(P, xs.detach(), keep=True)
+            total = loss.value(out, ys).sum()
+            grads = torch.autograd.grad(total, [Z for _, Z in saved])
+        parts = {}
+        for (A, _), gZ, layer in zip(saved, grads, ("conv1", "conv2", "fc")):
+            A = A.detach()
+            if layer == "fc":
+                parts[layer + ".weight"] = gZ[..., :, None] * A[..., None, :]  # (G,b,o,F)
+                parts[layer + ".bias"] = gZ
+            else:
+                parts[layer + ".weight"] = torch.matmul(gZ, A.transpose(-1, -2))  # (G,b,oc,C·9)
+                parts[layer + ".bias"] = gZ.sum(-1)
+        flat = torch.cat([parts[name].reshape(G, b, -1) for name in self.shapes], -1)
+        return flat.reshape(U, c, K, b, D)
+
+    def per_example_grads_func(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, loss: Loss) -> torch.Tensor:
+        """The generic ``torch.func.vmap(grad(...))`` per-example gradients (slower on CPU; for checks)."""
+        return FunctionalModel.per_example_grads(self, theta, x, y, loss)
+
     def forward(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """``theta (..., D)``, ``x (..., b, p)`` (leading dimensions broadcast) → ``(..., b, o)``."""
+        """``theta (..., D)``, ``x (..., b, p)`` (leading dimensions broadcast) → ``(..., b, o)``.
+
+        Runs :meth:`_layers` on chunks of the broadcast leading dimensions (at most
+        ``GENERIC_MAX_ENTRIES`` input entries, and ``silo_chunk`` models, per chunk)."""
         lead = torch.broadcast_shapes(theta.shape[:-1], x.shape[:-2])
         b, p = x.shape[-2:]
         L = math.prod(lead)
         th = theta.expand(*lead, theta.shape[-1])
         xe = x.expand(*lead, b, p)
-        one = vmap(lambda t, xi: self.apply(self.unflatten(t), xi))
-        step = max(1, GENERIC_MAX_ENTRIES // max(1, b * p))
+        step = max(1, GENERIC_MAX_ENTRIES // max(1, b * p * 8))
         if self.silo_chunk is not None:
             step = min(step, self.silo_chunk)
         outs = []
         for s in range(0, L, step):
-            idx = torch.unravel_index(torch.arange(s, min(L, s + step), device=x.device), lead) if lead else ()
-            outs.append(one(th[idx] if lead else th[None], xe[idx] if lead else xe[None]))
+            if lead:
+                idx = torch.unravel_index(torch.arange(s, min(L, s + step), device=x.device), lead)
+                t, xi = th[idx], xe[idx]
+            else:
+                t, xi = th[None], xe[None]
+            outs.append(self._layers(self.unflatten(t), xi)[0])
         return torch.cat(outs, 0).reshape(*lead, b, self.out_dim)
 
 
@@ -443,9 +514,13 @@ def convnet_module(input_shape: tuple[int, int, int], out_dim: int, padding: str
         ("fc", torch.nn.Linear(spec.features, spec.out_dim))]))
 
 
-#: Default ``silo_chunk`` per model on CPU (None: as many silos as fit ``GENERIC_MAX_ENTRIES``), from
-#: ``benchmarks/bench_silo_chunk.py``; see that script's docstring for the measurement.
-DEFAULT_SILO_CHUNK: dict[str, int | None] = {"linear": None, "mlp": None, "convnet": None}
+#: Default ``silo_chunk`` per model on CPU (``None``: as many silos as fit ``GENERIC_MAX_ENTRIES``), the
+#: fastest in ``benchmarks/bench_convnet.py --chunks`` (one clipped-gradient step, 40 silos × 100 examples,
+#: one thread, 2-core machine shared with other jobs, 2026-11-23; ms per step for silo_chunk 1 / 4 / 10 / None):
+#: linear 1.7 / 1.6 / 1.7 / 1.6 (closed form: chunking unused), mlp (d = 100) 119 / 74 / 131 / 217,
+#: convnet (28×28) 4228 / 5505 / 3850 / 4138 (compute-bound, differences within the machine's noise).
+#: On CUDA no chunk is set (all silos vectorized up to the memory bound).
+DEFAULT_SILO_CHUNK: dict[str, int | None] = {"linear": None, "mlp": 4, "convnet": None}
 
 
 def build_model(name: str, in_dim: int, out_dim: int, *, dtype: torch.dtype = torch.float32,

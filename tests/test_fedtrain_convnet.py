@@ -69,6 +69,9 @@ def test_per_example_grads_equal_opacus(shape):
     assert G.shape == ref.shape
     scale = ref.abs().max()
     assert torch.allclose(G, ref, atol=1e-5 * float(scale), rtol=1e-4), float((G - ref).abs().max() / scale)
+    # and the generic torch.func.vmap(grad) path gives the same
+    Gf = m.per_example_grads_func(theta[None, None, None], xt[None, None], y[None, None], LogisticLoss())[0, 0, 0]
+    assert torch.allclose(Gf, ref, atol=1e-5 * float(scale), rtol=1e-4), float((Gf - ref).abs().max() / scale)
 
 
 def test_forward_broadcasts_and_matches_the_module():
