@@ -435,3 +435,35 @@ def test_registry_lists_image_datasets_and_missing_files(tmp_path):
     assert not d.real and d.info["rotation_group"] == (0, 1, 2, 3)
     with pytest.raises(ValueError, match="mask_ratio must lie in"):
         load_dataset("rotated-masked-digits", mask_ratio=2)
+
+
+# ----------------------------------------------------------------------------------------- Fig. A1
+def test_fig_a1_examples_share_the_silo_mask():
+    import matplotlib
+
+    from fedtrain.figures import plot_rotated_masked_examples
+
+    d = rotated_masked_standin(num_silos=8, train_per_silo=3, test_per_silo=1, mask_ratio=0.4, image_size=12)
+    fig = plot_rotated_masked_examples(d, per_silo=2, show_mask=True)
+    assert not matplotlib.rcParams["text.usetex"]
+    axes = np.array(fig.axes).reshape(3, 6)
+    silos = [0, 1, 3, 4, 6, 7]  # 6 silos spread over 0..7: every rotation group shows
+    for j, k in enumerate(silos):
+        assert axes[0, j].get_title().startswith(f"silo {k}\n{d.info['rotation_degrees'][k]}° rotation")
+        for i in range(2):
+            shown = np.asarray(axes[i, j].images[0].get_array())
+            np.testing.assert_array_equal(shown, d.train_x[k][i].reshape(12, 12))
+            assert np.all(shown[d.info["masks"][k]] == 1.0)  # the silo's mask on each of its images
+            assert axes[i, j].get_xlabel() == f"label {d.train_y[k][i]}"
+        np.testing.assert_array_equal(np.asarray(axes[2, j].images[0].get_array()), d.info["masks"][k])
+    assert axes[0, 0].get_ylabel() == "image 1" and "synthetic stand-in" in fig._suptitle.get_text()
+    with pytest.raises(ValueError, match=r"silos must be a non-empty list of silo indices in 0..7"):
+        plot_rotated_masked_examples(d, silos=[8])
+    with pytest.raises(ValueError, match="per_silo must be an integer >= 1"):
+        plot_rotated_masked_examples(d, per_silo=0)
+    with pytest.raises(ValueError, match="data must be a rotated & masked image dataset"):
+        plot_rotated_masked_examples(cifar10_hetero_standin(samples_per_class=2, test_samples_per_class=1,
+                                                            num_silos=2))
+    import matplotlib.pyplot as plt
+
+    plt.close("all")

@@ -27,6 +27,7 @@ tests check small files written in the same formats.
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import io
@@ -396,8 +397,6 @@ def load_digits_images(size: int | tuple[int, int] | None = None, *, method: str
     around the centred 8x8 digit (``method="pad"``).  Returns float32 images ``(1797, 1, H, W)`` in [0, 1]
     (grey level / 16) and int64 labels 0..9, in scikit-learn's order.
     """
-    from sklearn.datasets import load_digits
-
     check_choice("method", method, ("resize", "pad"))
     if size is None:
         h = w = 8
@@ -406,6 +405,14 @@ def load_digits_images(size: int | tuple[int, int] | None = None, *, method: str
         if len(hw) != 2:
             raise ValueError(f"size must be an integer or a pair (H, W) of integers >= 8 (got {size!r})")
         h, w = (int(v) for v in check_integer_at_least("size", list(hw), 8))
+    images, labels = _digits_cached(h, w, method)
+    return images.copy(), labels.copy()
+
+
+@functools.lru_cache(maxsize=4)
+def _digits_cached(h: int, w: int, method: str) -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_digits
+
     bunch = load_digits()
     images = (np.asarray(bunch.images, dtype=np.float32) / np.float32(16.0))[:, None, :, :]
     labels = np.asarray(bunch.target, dtype=np.int64)
