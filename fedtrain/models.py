@@ -459,14 +459,12 @@ class ConvNetModel(FunctionalModel):
         saved.append((A, Z))
         return Z, (saved if keep else None)
 
-    def per_example_grads(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, loss: Loss) -> torch.Tensor:
-        """Per-example gradients ``(U, c, K, b, D)`` (the arguments of :meth:`FunctionalModel.per_example_grads`).
+    def _grad_parts(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, loss: Loss) -> dict[str, torch.Tensor]:
+        """Per-example gradients by parameter: ``{name: (G, b, *shape-flattened)}`` for ``G = U·c·K`` models.
 
-        Computed like Opacus' grad samplers, vectorized over all ``U·c·K`` models: one forward
-        (:meth:`_layers`), one backward of the summed loss to the pre-activations (examples are
-        independent, so ``∂(Σ_j ℓ_j)/∂Z_i = ∂ℓ_i/∂Z_i``), then ``einsum`` with the saved patches.  Equal to
-        ``vmap(grad(...))`` (the generic path, :meth:`per_example_grads_func`) and to Opacus'
-        ``grad_sample`` up to float32 rounding (tests/test_fedtrain_convnet.py).
+        Computed like Opacus' grad samplers, vectorized over all models: one forward (:meth:`_layers`), one
+        backward of the summed loss to the pre-activations (examples are independent, so
+        ``∂(Σ_j ℓ_j)/∂Z_i = ∂ℓ_i/∂Z_i``), then a batched matmul with the saved patches.
         """
         U, c, K, D = theta.shape
         b, p = x.shape[2], x.shape[3]
@@ -489,8 +487,47 @@ class ConvNetModel(FunctionalModel):
             else:
                 parts[layer + ".weight"] = torch.matmul(gZ, A.transpose(-1, -2))  # (G,b,oc,C·9)
                 parts[layer + ".bias"] = gZ.sum(-1)
-        flat = torch.cat([parts[name].reshape(G, b, -1) for name in self.shapes], -1)
-        return flat.reshape(U, c, K, b, D)
+        return {name: parts[name].reshape(G, b, -1) for name in self.shapes}
+
+    def per_example_grads(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, loss: Loss) -> torch.Tensor:
+        """Per-example gradients ``(U, c, K, b, D)`` (the arguments of :meth:`FunctionalModel.per_example_grads`),
+        from :meth:`_grad_parts`.  Equal to ``vmap(grad(...))`` (the generic path,
+        :meth:`per_example_grads_func`) and to Opacus' ``grad_sample`` up to float32 rounding
+        (tests/test_fedtrain_convnet.py)."""
+        U, c, K, D = theta.shape
+        parts = self._grad_parts(theta, x, y, loss)
+        return torch.cat(list(parts.values()), -1).reshape(U, c, K, x.shape[2], D)
+
+    def clipped_grad_sum(self, theta, x, y, valid, loss: Loss, clip, prox=None):
+        """:meth:`FunctionalModel.clipped_grad_sum` (same arguments and returns) without forming the flat
+        ``(…, b, D)`` tensor: the squared norm of ``v_i = G_i [+ P]`` is summed over the parameter blocks of
+        :meth:`_grad_parts`, and each block's clipped sum is one ``einsum``; invalid examples get factor 0.
+        Silos in chunks as the generic path (``silo_chunk``)."""
+        S, K, D = theta.shape
+        U, b = x.shape[0], x.shape[2]
+        c = S // U
+        th = theta.reshape(U, c, K, D)
+        pb = None if prox is None else prox.reshape(U, c, K, D)
+        clip_u = clip.reshape(U, c, K)
+        chunk = self._chunk(U, c, b, K)
+        totals, norms = [], []
+        for k0 in range(0, K, chunk):
+            sl = slice(k0, k0 + chunk)
+            k = th[:, :, sl].shape[2]
+            parts = self._grad_parts(th[:, :, sl], x[:, sl], y[:, sl], loss)  # {name: (U·c·k, b, n)}
+            pp = None if pb is None else self.unflatten(pb[:, :, sl].reshape(U * c * k, D))
+            sq = 0.0
+            for name in parts:
+                if pp is not None:
+                    parts[name] = parts[name] + pp[name].reshape(U * c * k, 1, -1)
+                sq = sq + parts[name].pow(2).sum(-1)
+            ok = valid[:, None, sl].expand(U, c, k, b).reshape(U * c * k, b).to(theta.dtype)
+            nrm = sq.sqrt() * ok  # (U·c·k, b); 0 for invalid examples
+            factor = (clip_u[:, :, sl].reshape(-1, 1) / (nrm + 1e-6)).clamp(max=1.0) * ok
+            total = torch.cat([torch.einsum("gb,gbn->gn", factor, parts[name]) for name in parts], -1)
+            totals.append(total.reshape(U, c, k, D))
+            norms.append(nrm.reshape(U, c, k, b))
+        return torch.cat(totals, 2).reshape(S, K, D), torch.cat(norms, 2).reshape(S, K, -1)
 
     def per_example_grads_func(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, loss: Loss) -> torch.Tensor:
         """The generic ``torch.func.vmap(grad(...))`` per-example gradients (slower on CPU; for checks)."""

@@ -141,7 +141,7 @@ def test_convnet_learns_without_privacy(imgs):
     base = dict(dataset="tiny-images", method="local", model="convnet", eps=math.inf, lr=0.1, batch_size=8)
     early = run(RunConfig(rounds=1, **base), imgs).test_metric
     trained = run(RunConfig(rounds=15, **base), imgs).test_metric
-    assert early < 0.5 and trained > 0.9  # 3 classes: chance is 1/3
+    assert trained > 0.9 and trained > early + 0.25  # 3 classes: chance is 1/3
 
 
 def test_run_many_equals_run(imgs):
