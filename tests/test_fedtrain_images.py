@@ -398,19 +398,19 @@ def test_class_partition_matches_the_paper_structure():
 
 
 def test_cifar_hetero_standin_and_files(tmp_path):
-    d = cifar10_hetero_standin(samples_per_class=40, test_samples_per_class=10, num_silos=10, classes_per_silo=5)
+    d = cifar10_hetero_standin(samples_per_class=100, test_samples_per_class=20, num_silos=10, classes_per_silo=5)
     assert not d.real and d.input_shape == (3, 32, 32) and d.num_silos == 10
     for k, c in enumerate(d.info["silo_classes"]):
         assert tuple(np.unique(d.train_y[k])) == c and len(c) == 5
-    same = cifar10_hetero_standin(samples_per_class=40, test_samples_per_class=10, num_silos=10)
+    same = cifar10_hetero_standin(samples_per_class=100, test_samples_per_class=20, num_silos=10)
     assert all(np.array_equal(a, b) for a, b in zip(d.train_x, same.train_x))
-    # class structure: nearest class mean (computed on training silos) classifies test images well above chance
-    x = np.concatenate(d.train_x)
-    y = np.concatenate(d.train_y)
+    # class structure: the nearest class mean (from the training silos) beats chance (0.1) on the ~200 pooled test
+    # images by far more than sampling noise (binomial SE at chance: 0.021); a ConvNet does better (docstring)
+    x, y = np.concatenate(d.train_x), np.concatenate(d.train_y)
     means = np.stack([x[y == c].mean(axis=0) for c in range(10)])
     xt, yt = np.concatenate(d.test_x), np.concatenate(d.test_y)
     acc = np.mean(np.argmin(((xt[:, None, :] - means[None]) ** 2).sum(-1), axis=1) == yt)
-    assert acc > 0.5
+    assert acc > 0.25
     # real files: 30 x 5 slots over small CIFAR-format batches
     _, sums, _ = _write_cifar_folder(tmp_path, n=60)
     r = cifar10_hetero(tmp_path, checksums=sums, num_silos=4, classes_per_silo=5)
