@@ -467,3 +467,22 @@ def test_fig_a1_examples_share_the_silo_mask():
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+def test_standin_options_are_validated():
+    cases = [
+        (rotated_masked_standin, dict(noise=-1.0), "noise must be >= 0"),
+        (rotated_masked_standin, dict(image_size=3), "image_size must be an integer >= 4"),
+        (rotated_masked_standin, dict(split_seed=-1), "split_seed must be an integer >= 0"),
+        (rotated_masked_standin, dict(train_per_silo=0), "train_per_silo must be an integer >= 1"),
+        (rotated_masked_digits, dict(image_size=7), "image_size must be an integer >= 8"),
+        (cifar10_hetero_standin, dict(samples_per_class=0), "samples_per_class must be an integer >= 1"),
+        (cifar10_hetero_standin, dict(signal=-0.1), "signal must be >= 0"),
+        (cifar10_hetero_standin, dict(max_shift=-1), "max_shift must be an integer >= 0"),
+        (cifar10_hetero_standin, dict(num_silos=7), "must be a multiple of num_classes"),
+    ]
+    for fn, kw, match in cases:
+        with pytest.raises(ValueError, match=match):
+            fn(**kw)
+    with pytest.raises(ValueError, match="patch_size must divide the image height and width"):
+        draw_patch_masks(2, 28, 28, mask_ratio=0.5, patch_size=3)
