@@ -171,6 +171,11 @@ def test_cifar_folder_and_archive_load(tmp_path):
     np.testing.assert_array_equal(got.train_images[0, 0].ravel() * 255, first[b"data"][0, :1024].astype(np.float32))
     np.testing.assert_array_equal(got.train_labels[:6], first[b"labels"])
     np.testing.assert_array_equal(got.test_labels, batches["test_batch"][b"labels"])
+    # the real batches were pickled by Python 2 with numpy 1 (module numpy.core.multiarray): also accepted
+    old_style = (folder / "test_batch").read_bytes().replace(b"numpy._core.multiarray", b"numpy.core.multiarray")
+    assert b"numpy.core.multiarray" in old_style
+    (folder / "test_batch").write_bytes(old_style)
+    np.testing.assert_array_equal(load_cifar10(tmp_path / "f", verify=False).test_images, got.test_images)
     # the same batches as cifar-10-python.tar.gz, read in place
     archive = tmp_path / "t" / "cifar-10-python.tar.gz"
     archive.parent.mkdir()
