@@ -54,6 +54,8 @@ EXPANDED_NORM_REL_TOL = 1e-4
 MLP_HIDDEN = 32
 #: Default bound on the number of per-example gradient entries the generic path holds at once (64 MiB float32).
 GENERIC_MAX_ENTRIES = 1 << 24
+#: The same bound on a CUDA device (1 GiB float32): a GPU wants all silos of a step in one batch.
+CUDA_MAX_ENTRIES = 1 << 28
 
 
 class FunctionalModel:
@@ -156,11 +158,16 @@ class FunctionalModel:
         g = vmap(g, in_dims=(0, 0, 0))  # streams
         return g(theta, x, y)
 
+    @property
+    def max_entries(self) -> int:
+        """Per-example gradient entries held at once when ``silo_chunk`` is None (CPU: 64 MiB, CUDA: 1 GiB)."""
+        return CUDA_MAX_ENTRIES if self.device.type == "cuda" else GENERIC_MAX_ENTRIES
+
     def _chunk(self, U: int, c: int, b: int, K: int) -> int:
         if self.silo_chunk is not None:
             return self.silo_chunk
         per_silo = max(1, U * c * b * self.num_params)
-        return max(1, min(K, GENERIC_MAX_ENTRIES // per_silo))
+        return max(1, min(K, self.max_entries // per_silo))
 
     def clipped_grad_sum(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, valid: torch.Tensor,
                          loss: Loss, clip: torch.Tensor, prox: torch.Tensor | None = None
@@ -543,7 +550,7 @@ class ConvNetModel(FunctionalModel):
         L = math.prod(lead)
         th = theta.expand(*lead, theta.shape[-1])
         xe = x.expand(*lead, b, p)
-        step = max(1, GENERIC_MAX_ENTRIES // max(1, b * p * 8))
+        step = max(1, self.max_entries // max(1, b * p * 8))
         if self.silo_chunk is not None:
             step = min(step, self.silo_chunk)
         outs = []
