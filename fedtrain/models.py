@@ -27,9 +27,16 @@ two paths behind one method, :meth:`FunctionalModel.clipped_grad_sum`:
   up to float32 rounding, while ordinary examples keep the fast path bit for bit (in School training
   no example needed the explicit route, see ``benchmarks/bench_engine.py``).
 
+* **blockwise** (:class:`ConvNetModel`, the paper's ConvNet for the image datasets, App. C.1): the
+  per-example gradients of each parameter block come from one forward, one backward to the
+  pre-activations and im2col patches (as Opacus' grad samplers compute them), vectorized over every
+  configuration and silo; the squared norms are summed over the blocks and each block's clipped sum
+  is one ``einsum`` (the flat ``(…, b, D)`` tensor is never formed).
+
 Clip factor ``min(1, c / (‖v_i‖ + 1e-6))`` as in Opacus.  Models: :class:`LinearModel` (the paper's
-convex tasks, App. C) and :class:`MLPModel` (one tanh hidden layer, exercising the generic path end
-to end).  :func:`build_model` maps :data:`fedtrain.config.MODELS` names to models.  Losses live in
+convex tasks, App. C), :class:`MLPModel` (one tanh hidden layer, exercising the generic path end
+to end) and :class:`ConvNetModel`.  On the CPU ``silo_chunk`` defaults to :data:`DEFAULT_SILO_CHUNK`
+(measured); on CUDA the memory bound is :data:`CUDA_MAX_ENTRIES`.  :func:`build_model` maps :data:`fedtrain.config.MODELS` names to models.  Losses live in
 :mod:`fedtrain.losses` (re-exported here).
 """
 from __future__ import annotations
@@ -46,7 +53,7 @@ from fedtrain.losses import HingeLoss, LogisticLoss, Loss, SquaredLoss, loss_for
 
 __all__ = ["Loss", "SquaredLoss", "HingeLoss", "LogisticLoss", "loss_for_task", "FunctionalModel",
            "LinearModel", "MLPModel", "ConvNetModel", "build_model", "MLP_HIDDEN", "CONVNET_CHANNELS",
-           "convnet_module", "DEFAULT_SILO_CHUNK"]
+           "convnet_module", "DEFAULT_SILO_CHUNK", "CUDA_MAX_ENTRIES"]
 
 #: Relative error of ``‖v‖²`` below which the linear model's expanded-form norm is trusted (see module doc).
 EXPANDED_NORM_REL_TOL = 1e-4
