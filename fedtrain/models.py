@@ -512,36 +512,86 @@ class ConvNetModel(FunctionalModel):
         parts = self._grad_parts(theta, x, y, loss)
         return torch.cat(list(parts.values()), -1).reshape(U, c, K, x.shape[2], D)
 
+    def _patches(self, h: torch.Tensor) -> torch.Tensor:
+        """im2col of ``h (b, C, H, W)`` for a 3×3 kernel: ``(b, L, 9·C)``, column order ``(i, j, c)`` (the
+        weight's ``(oc, 3, 3, C)`` layout), copied from a strided view of the channels-last layout in runs of
+        ``C`` contiguous values."""
+        t = h.permute(0, 2, 3, 1)  # (b, H, W, C): a view for channels-last h
+        if self.pad:
+            t = F.pad(t, (0, 0, self.pad, self.pad, self.pad, self.pad))
+        t = t.unfold(1, 3, 1).unfold(2, 3, 1).permute(0, 1, 2, 4, 5, 3)  # (b, hs, ws, 3, 3, C)
+        return t.reshape(h.shape[0], t.shape[1] * t.shape[2], -1)
+
     def clipped_grad_sum(self, theta, x, y, valid, loss: Loss, clip, prox=None):
-        """:meth:`FunctionalModel.clipped_grad_sum` (same arguments and returns) without forming the flat
-        ``(…, b, D)`` tensor: the squared norm of ``v_i = G_i [+ P]`` is summed over the parameter blocks of
-        :meth:`_grad_parts`, and each block's clipped sum is one ``einsum``; invalid examples get factor 0.
-        Silos in chunks as the generic path (``silo_chunk``)."""
+        """:meth:`FunctionalModel.clipped_grad_sum` (same arguments and returns), one model at a time.
+
+        For each of the ``U·c·K`` models: the forward with ``F.conv2d`` (mkldnn on CPU) on its batch, one
+        backward of the summed loss to the pre-activations ``Z`` of the three layers (only the convolution's
+        backward-data is needed, no weight gradients), then per-example weight gradients
+        ``∂ℓ_i/∂W = (∂ℓ_i/∂Z_i) A_iᵀ`` from the patches ``A`` (``unfold``) for the two convolutions (as
+        Opacus' conv grad sampler).  The linear layer's per-example gradient ``g_i ã_iᵀ`` (``ã = [a, 1]``)
+        is never formed without ``prox``: its squared norm is ``‖g_i‖²‖ã_i‖²`` and its clipped sum the matrix
+        product ``(f ⊙ g)ᵀ ã``.  With ``prox`` the sum is ``Σ f_i G_i + (Σ f_i) P`` and the norm of
+        ``G_i + P`` is taken from the formed block.  Invalid examples get factor 0.  A loop over models
+        keeps each model's activations in cache; on CPU it is faster than one batched computation over all
+        models (benchmarks/bench_convnet.py).
+        """
         S, K, D = theta.shape
         U, b = x.shape[0], x.shape[2]
         c = S // U
-        th = theta.reshape(U, c, K, D)
-        pb = None if prox is None else prox.reshape(U, c, K, D)
+        th = theta.detach().reshape(U, c, K, D)
+        pb = None if prox is None else prox.detach().reshape(U, c, K, D)
         clip_u = clip.reshape(U, c, K)
-        chunk = self._chunk(U, c, b, K)
-        totals, norms = [], []
-        for k0 in range(0, K, chunk):
-            sl = slice(k0, k0 + chunk)
-            k = th[:, :, sl].shape[2]
-            parts = self._grad_parts(th[:, :, sl], x[:, sl], y[:, sl], loss)  # {name: (U·c·k, b, n)}
-            pp = None if pb is None else self.unflatten(pb[:, :, sl].reshape(U * c * k, D))
-            sq = 0.0
-            for name in parts:
-                if pp is not None:
-                    parts[name] = parts[name] + pp[name].reshape(U * c * k, 1, -1)
-                sq = sq + parts[name].pow(2).sum(-1)
-            ok = valid[:, None, sl].expand(U, c, k, b).reshape(U * c * k, b).to(theta.dtype)
-            nrm = sq.sqrt() * ok  # (U·c·k, b); 0 for invalid examples
-            factor = (clip_u[:, :, sl].reshape(-1, 1) / (nrm + 1e-6)).clamp(max=1.0) * ok
-            total = torch.cat([torch.einsum("gb,gbn->gn", factor, parts[name]) for name in parts], -1)
-            totals.append(total.reshape(U, c, k, D))
-            norms.append(nrm.reshape(U, c, k, b))
-        return torch.cat(totals, 2).reshape(S, K, D), torch.cat(norms, 2).reshape(S, K, -1)
+        okf = valid.to(theta.dtype)
+        totals = torch.empty(U, c, K, D, dtype=theta.dtype, device=theta.device)
+        norms = torch.empty(U, c, K, b, dtype=theta.dtype, device=theta.device)
+        C, H, W = self.input_shape
+        names = list(self.shapes)
+        for u in range(U):
+            for k in range(K):
+                img = x[u, k, :, : self.in_dim - 1].reshape(b, C, H, W).contiguous(memory_format=torch.channels_last)
+                A1 = self._patches(img)  # (b, L1, C·9), shared by the c configurations
+                for j in range(c):
+                    P = self.unflatten(th[u, j, k])
+                    pp = None if pb is None else self.unflatten(pb[u, j, k])
+                    ok = okf[u, k]
+                    with torch.enable_grad():
+                        Z1 = F.conv2d(img, P["conv1.weight"], P["conv1.bias"], padding=self.pad)
+                        Z1 = Z1.contiguous(memory_format=torch.channels_last).requires_grad_(True)
+                        h1 = F.relu(F.max_pool2d(Z1, 2))  # ReLU after the pool: equal values and gradients
+                        Z2 = F.conv2d(h1, P["conv2.weight"], P["conv2.bias"], padding=self.pad)
+                        h2 = F.relu(F.max_pool2d(Z2, 2))
+                        a3 = h2.flatten(1)
+                        Z3 = F.linear(a3, P["fc.weight"], P["fc.bias"])
+                        gZ1, gZ2, gZ3 = torch.autograd.grad(loss.value(Z3, y[u, k]).sum(), [Z1, Z2, Z3])
+                    A2 = self._patches(h1.detach())  # (b, L2, 32·9)
+                    a3 = a3.detach()
+                    gZ1, gZ2 = (g.permute(0, 2, 3, 1).reshape(b, -1, g.shape[1]) for g in (gZ1, gZ2))  # (b, L, oc)
+                    blocks = {"conv1.weight": torch.bmm(gZ1.transpose(1, 2), A1).flatten(1), "conv1.bias": gZ1.sum(1),
+                              "conv2.weight": torch.bmm(gZ2.transpose(1, 2), A2).flatten(1), "conv2.bias": gZ2.sum(1)}
+                    if pp is None:
+                        sq = sum(v.pow(2).sum(-1) for v in blocks.values())
+                        sq = sq + gZ3.pow(2).sum(-1) * (a3.pow(2).sum(-1) + 1.0)
+                    else:
+                        for name in blocks:
+                            pv = pp[name].permute(0, 2, 3, 1) if name.endswith("weight") else pp[name]
+                            blocks[name] = blocks[name] + pv.reshape(1, -1)
+                        blocks["fc.weight"] = (gZ3[:, :, None] * a3[:, None, :]).flatten(1) + pp["fc.weight"].reshape(1, -1)
+                        blocks["fc.bias"] = gZ3 + pp["fc.bias"]
+                        sq = sum(v.pow(2).sum(-1) for v in blocks.values())
+                    nrm = sq.sqrt() * ok
+                    factor = (clip_u[u, j, k] / (nrm + 1e-6)).clamp(max=1.0) * ok  # (b,)
+                    out = {name: factor @ blocks[name] for name in blocks}
+                    if pp is None:
+                        fg = gZ3 * factor[:, None]
+                        out["fc.weight"] = (fg.t() @ a3).flatten()
+                        out["fc.bias"] = fg.sum(0)
+                    for name in ("conv1.weight", "conv2.weight"):  # (oc, 3, 3, C) → the flat order (oc, C, 3, 3)
+                        sh = self.shapes[name]
+                        out[name] = out[name].reshape(sh[0], 3, 3, sh[1]).permute(0, 3, 1, 2)
+                    torch.cat([out[name].reshape(-1) for name in names], out=totals[u, j, k])
+                    norms[u, j, k] = nrm
+        return totals.reshape(S, K, D), norms.reshape(S, K, b)
 
     def per_example_grads_func(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, loss: Loss) -> torch.Tensor:
         """The generic ``torch.func.vmap(grad(...))`` per-example gradients (slower on CPU; for checks)."""
