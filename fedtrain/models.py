@@ -512,6 +512,15 @@ class ConvNetModel(FunctionalModel):
         parts = self._grad_parts(theta, x, y, loss)
         return torch.cat(list(parts.values()), -1).reshape(U, c, K, x.shape[2], D)
 
+    def _apply_cl(self, params: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+        """:meth:`apply` for ``x (b, p)`` with the activations in channels-last layout (mkldnn convolutions,
+        a fast ``max_pool2d`` on CPU)."""
+        img = x[:, : self.in_dim - 1].reshape(x.shape[0], *self.input_shape)
+        z = F.conv2d(img, params["conv1.weight"], params["conv1.bias"], padding=self.pad)
+        h = F.relu(F.max_pool2d(z.contiguous(memory_format=torch.channels_last), 2))
+        h = F.relu(F.max_pool2d(F.conv2d(h, params["conv2.weight"], params["conv2.bias"], padding=self.pad), 2))
+        return F.linear(h.flatten(1), params["fc.weight"], params["fc.bias"])
+
     def _patches(self, h: torch.Tensor) -> torch.Tensor:
         """im2col of ``h (b, C, H, W)`` for a 3×3 kernel: ``(b, L, 9·C)``, column order ``(i, j, c)`` (the
         weight's ``(oc, 3, 3, C)`` layout), copied from a strided view of the channels-last layout in runs of
@@ -600,8 +609,9 @@ class ConvNetModel(FunctionalModel):
     def forward(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """``theta (..., D)``, ``x (..., b, p)`` (leading dimensions broadcast) → ``(..., b, o)``.
 
-        Runs :meth:`_layers` on chunks of the broadcast leading dimensions (at most
-        ``GENERIC_MAX_ENTRIES`` input entries, and ``silo_chunk`` models, per chunk)."""
+        Runs the models one at a time (channels-last convolutions, as :meth:`clipped_grad_sum`) on chunks of
+        the broadcast leading dimensions (at most ``GENERIC_MAX_ENTRIES`` input entries, and ``silo_chunk``
+        models, per chunk)."""
         lead = torch.broadcast_shapes(theta.shape[:-1], x.shape[:-2])
         b, p = x.shape[-2:]
         L = math.prod(lead)
@@ -617,7 +627,8 @@ class ConvNetModel(FunctionalModel):
                 t, xi = th[idx], xe[idx]
             else:
                 t, xi = th[None], xe[None]
-            outs.append(self._layers(self.unflatten(t), xi)[0])
+            P = self.unflatten(t)
+            outs.append(torch.stack([self._apply_cl({n: v[g] for n, v in P.items()}, xi[g]) for g in range(t.shape[0])]))
         return torch.cat(outs, 0).reshape(*lead, b, self.out_dim)
 
 
