@@ -543,8 +543,10 @@ class ConvNetModel(FunctionalModel):
         product ``(f ⊙ g)ᵀ ã``.  With ``prox`` the sum is ``Σ f_i G_i + (Σ f_i) P`` and the norm of
         ``G_i + P`` is taken from the formed block.  Invalid examples get factor 0.  A loop over models
         keeps each model's activations in cache; on CPU it is faster than one batched computation over all
-        models (benchmarks/bench_convnet.py).
+        models (benchmarks/bench_convnet.py).  On CUDA the batched :meth:`_clipped_grad_sum_batched` runs.
         """
+        if theta.device.type != "cpu":  # many small kernels would be launch-bound: batch all models
+            return self._clipped_grad_sum_batched(theta, x, y, valid, loss, clip, prox)
         S, K, D = theta.shape
         U, b = x.shape[0], x.shape[2]
         c = S // U
@@ -602,6 +604,37 @@ class ConvNetModel(FunctionalModel):
                     norms[u, j, k] = nrm
         return totals.reshape(S, K, D), norms.reshape(S, K, b)
 
+    def _clipped_grad_sum_batched(self, theta, x, y, valid, loss: Loss, clip, prox=None):
+        """:meth:`clipped_grad_sum` on CUDA: all models at once, without forming the flat
+        ``(…, b, D)`` tensor: the squared norm of ``v_i = G_i [+ P]`` is summed over the parameter blocks of
+        :meth:`_grad_parts`, and each block's clipped sum is one ``einsum``; invalid examples get factor 0.
+        Silos in chunks as the generic path (``silo_chunk``)."""
+        S, K, D = theta.shape
+        U, b = x.shape[0], x.shape[2]
+        c = S // U
+        th = theta.reshape(U, c, K, D)
+        pb = None if prox is None else prox.reshape(U, c, K, D)
+        clip_u = clip.reshape(U, c, K)
+        chunk = self._chunk(U, c, b, K)
+        totals, norms = [], []
+        for k0 in range(0, K, chunk):
+            sl = slice(k0, k0 + chunk)
+            k = th[:, :, sl].shape[2]
+            parts = self._grad_parts(th[:, :, sl], x[:, sl], y[:, sl], loss)  # {name: (U·c·k, b, n)}
+            pp = None if pb is None else self.unflatten(pb[:, :, sl].reshape(U * c * k, D))
+            sq = 0.0
+            for name in parts:
+                if pp is not None:
+                    parts[name] = parts[name] + pp[name].reshape(U * c * k, 1, -1)
+                sq = sq + parts[name].pow(2).sum(-1)
+            ok = valid[:, None, sl].expand(U, c, k, b).reshape(U * c * k, b).to(theta.dtype)
+            nrm = sq.sqrt() * ok  # (U·c·k, b); 0 for invalid examples
+            factor = (clip_u[:, :, sl].reshape(-1, 1) / (nrm + 1e-6)).clamp(max=1.0) * ok
+            total = torch.cat([torch.einsum("gb,gbn->gn", factor, parts[name]) for name in parts], -1)
+            totals.append(total.reshape(U, c, k, D))
+            norms.append(nrm.reshape(U, c, k, b))
+        return torch.cat(totals, 2).reshape(S, K, D), torch.cat(norms, 2).reshape(S, K, -1)
+
     def per_example_grads_func(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, loss: Loss) -> torch.Tensor:
         """The generic ``torch.func.vmap(grad(...))`` per-example gradients (slower on CPU; for checks)."""
         return FunctionalModel.per_example_grads(self, theta, x, y, loss)
@@ -609,7 +642,8 @@ class ConvNetModel(FunctionalModel):
     def forward(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """``theta (..., D)``, ``x (..., b, p)`` (leading dimensions broadcast) → ``(..., b, o)``.
 
-        Runs the models one at a time (channels-last convolutions, as :meth:`clipped_grad_sum`) on chunks of
+        On CPU runs the models one at a time (channels-last convolutions, as :meth:`clipped_grad_sum`; on CUDA
+        all at once with :meth:`_layers`) on chunks of
         the broadcast leading dimensions (at most ``GENERIC_MAX_ENTRIES`` input entries, and ``silo_chunk``
         models, per chunk)."""
         lead = torch.broadcast_shapes(theta.shape[:-1], x.shape[:-2])
@@ -628,6 +662,9 @@ class ConvNetModel(FunctionalModel):
             else:
                 t, xi = th[None], xe[None]
             P = self.unflatten(t)
+            if t.device.type != "cpu":
+                outs.append(self._layers(P, xi)[0])
+                continue
             outs.append(torch.stack([self._apply_cl({n: v[g] for n, v in P.items()}, xi[g]) for g in range(t.shape[0])]))
         return torch.cat(outs, 0).reshape(*lead, b, self.out_dim)
 
