@@ -1,7 +1,8 @@
 """Benchmark: ConvNet DP-SGD on 40 silos of 28×28 images, the engine vs one Opacus ``PrivacyEngine`` per silo.
 
-Issue 13's speed target: examples per second of :func:`fedtrain.engine.run` (all silos vectorized,
-``torch.func`` per-example gradients) against :func:`fedtrain.reference.reference_run` (one Opacus
+Issue 13's speed target: examples per second of :func:`fedtrain.engine.run` (one loop over silos and
+configurations per step, ``ConvNetModel.clipped_grad_sum``'s per-example gradients; on CUDA all silos batched)
+against :func:`fedtrain.reference.reference_run` (one Opacus
 ``PrivacyEngine``, ``DataLoader`` and ``GradSampleModule`` per silo, a Python loop over silos and steps),
 measured in the same process on the same data, with the same noise multipliers; ratio printed
 (target ≥ 3× on CPU).

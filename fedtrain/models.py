@@ -692,6 +692,8 @@ def convnet_module(input_shape: tuple[int, int, int], out_dim: int, padding: str
 #: one thread, 2-core machine shared with other jobs, 2026-11-23; ms per step for silo_chunk 1 / 4 / 10 / None):
 #: linear 1.7 / 1.6 / 1.7 / 1.6 (closed form: chunking unused), mlp (d = 100) 119 / 74 / 131 / 217,
 #: convnet (28×28) 4228 / 5505 / 3850 / 4138 (compute-bound, differences within the machine's noise).
+#: (The ConvNet's CPU ``clipped_grad_sum`` now loops over models itself, so ``silo_chunk`` only bounds its
+#: CPU ``forward`` chunks and the CUDA path.)
 #: On CUDA no chunk is set (all silos vectorized up to the memory bound).
 DEFAULT_SILO_CHUNK: dict[str, int | None] = {"linear": None, "mlp": 4, "convnet": None}
 
