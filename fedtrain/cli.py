@@ -45,8 +45,8 @@ from fedtrain.config import RunConfig
 from fedtrain.encoding import encode
 from fedtrain.methods.registry import LAMBDA_METHODS, METHOD_REGISTRY, option_params
 from fedtrain.params import Param, add_flag, params_of
-from fedtrain.presets import paper_defaults
-from fedtrain.results import DEFAULT_RESULTS_DIR, ResultsStore
+from fedtrain.presets import RESULTS_PRESETS, paper_defaults
+from fedtrain.results import DEFAULT_RESULTS_DIR, WORK_DIR, ResultsStore
 
 __all__ = ["main", "build_parser", "configs_from_args", "register_command", "LAMBDA_METHODS"]
 
@@ -88,7 +88,8 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     from fedtrain.data.registry import DATASETS
 
     g = p.add_argument_group("data")
-    g.add_argument("--dataset", required=True, choices=DATASETS, help="dataset name (real or stand-in)")
+    g.add_argument("--dataset", required=not sweep, choices=DATASETS,
+                   help="dataset name (real or stand-in)" + ("; required unless --preset" if sweep else ""))
     g.add_argument("--data-dir", default=None, help="folder holding the real .mat files; when given, the file "
                    "must be there (no fall-back). Default: $FEDBOOK_DATA_DIR, then ../shared/data")
     g.add_argument("--dataset-option", "-D", action="append", type=_option, default=[], metavar="KEY=VALUE",
@@ -106,9 +107,10 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     for name, (prm, default, methods) in option_params().items():
         add_flag(g, name, prm, default, as_list=sweep, extra_help=f" [{', '.join(methods)}]")
     g = p.add_argument_group("output")
-    g.add_argument("--results", default=None if not sweep else str(DEFAULT_RESULTS_DIR),
+    g.add_argument("--results", default=None,
                    help="results store folder, checked to be writable before training" +
-                   (f" (default {DEFAULT_RESULTS_DIR})" if sweep else " (optional: store the runs there)"))
+                   (f" (default {DEFAULT_RESULTS_DIR}; with --preset, the working stores, default {WORK_DIR})"
+                    if sweep else " (optional: store the runs there)"))
     g.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     g.add_argument("--progress", dest="progress", action="store_true", default=None, help="force progress bars")
     g.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
@@ -128,6 +130,16 @@ def build_parser() -> argparse.ArgumentParser:
     _common(sw, sweep=True)
     sw.add_argument("--dry-run", action="store_true", help="validate the grid and print its size; train nothing")
     sw.add_argument("--chunk-size", type=int, default=32, help="runs trained (and stored) together")
+    g = sw.add_argument_group("presets (the book's results store; make results)")
+    g.add_argument("--preset", default=None, choices=sorted(RESULTS_PRESETS),
+                   help="compute every figure of the empirical chapters at the preset's scale "
+                        "(fedtrain.presets.RESULTS_PRESETS: 'paper' is the committed store) into --results "
+                        f"(default {WORK_DIR}); takes no grid flags; resumable")
+    g.add_argument("--pack", default=None, metavar="DIR",
+                   help="with --preset: then write the committed store (MANIFEST.json and one .json.gz per "
+                        "dataset) to DIR, e.g. results")
+    g.add_argument("--only", default=None, metavar="NAMES",
+                   help="with --preset: compute only these files (comma-separated: datasets or 'theory')")
     sub.add_parser("datasets", help="list the dataset names")
     for name, (help_text, configure, _) in _COMMANDS.items():
         configure(sub.add_parser(name, help=help_text))
@@ -305,6 +317,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from fedtrain.data.files import DatasetCorruptError, DatasetNotFoundError
     from fedtrain.sweep import run_sweep
 
+    if args.command == "sweep" and (args.preset is not None or args.pack is not None or args.only is not None):
+        return _preset(parser, args, argv, out)
+    if args.command == "sweep" and args.dataset is None:
+        parser.error("sweep needs --dataset (or --preset NAME)")
+    if args.command == "sweep" and args.results is None:
+        args.results = str(DEFAULT_RESULTS_DIR)
     store = None
     configs: list[RunConfig] = []
     try:
@@ -337,6 +355,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(encode(payload), allow_nan=False), file=out)
     else:
         _print_table(summary, by, out)
+    return 0
+
+
+def _preset(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Sequence[str], out) -> int:
+    """``fedtrain sweep --preset NAME [--results WORK] [--pack DIR] [--only NAMES] [--dry-run]``."""
+    import shlex
+
+    from fedtrain.results import compute_preset
+
+    if args.preset is None:
+        parser.error("--pack and --only go with --preset NAME")
+    grid_flags = [a.split("=")[0] for a in argv if a.startswith("--") and a.split("=")[0] not in (
+        "--preset", "--pack", "--only", "--results", "--dry-run", "--json", "--progress", "--no-progress",
+        "--chunk-size")]
+    if grid_flags or args.dataset_option:
+        parser.error(f"--preset {args.preset} defines the whole grid (fedtrain.presets.RESULTS_PRESETS); drop "
+                     f"{', '.join(grid_flags) or '-D'}")
+    names = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
+    command = "fedtrain " + " ".join(shlex.quote(a) for a in argv)
+    try:
+        res = compute_preset(args.preset, work=args.results or WORK_DIR, pack=args.pack, names=names,
+                             command=command, progress=args.progress, chunk_size=max(int(args.chunk_size), 1),
+                             dry_run=args.dry_run)
+    except ValueError as exc:
+        parser.exit(2, f"fedtrain: error: {exc}\n")
+    except KeyboardInterrupt:
+        print(f"fedtrain: interrupted; finished runs are saved in {args.results or WORK_DIR}; run the same command "
+              "again to resume", file=sys.stderr)
+        return 130
+    if args.json:
+        print(json.dumps(encode(res), allow_nan=False), file=out)
+    elif args.dry_run:
+        print(f"{res['rows']} runs: " + ", ".join(f"{k} {v}" for k, v in res["files"].items()), file=out)
+    else:
+        print(f"{res['rows']} runs ({res['computed']} computed now, {res['seconds']:.0f} s)" +
+              (f"; committed store written to {args.pack}: " + ", ".join(
+                  f"{k} ({v['rows']} rows, {v['bytes'] / 1e6:.2f} MB)" for k, v in res["files"].items())
+               if res["files"] else ""), file=out)
     return 0
 
 

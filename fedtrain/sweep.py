@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.engine import RunResult
 
 __all__ = ["expand_grid", "run_sweep", "REPEAT_SEED_STRIDE", "repeat_config", "repeat_configs", "run_repeats", "summarize", "select_rows", "load_config_data", "Runner",
-           "gaussian_lambda_sweep"]
+           "gaussian_lambda_sweep", "gaussian_lambda_configs"]
 
 #: Seed step between repeats (:func:`repeat_config`), the paper's code's ``seed + 1000 * r``.
 REPEAT_SEED_STRIDE = 1000
@@ -140,10 +140,10 @@ def run_sweep(
     for c in configs:
         if not isinstance(c, RunConfig):
             raise ValueError(f"configs must be RunConfig objects (got {type(c).__name__})")
-    if store is not None and not isinstance(store, ResultsStore):
+    if store is not None and not isinstance(store, ResultsStore) and not getattr(store, "read_only", False):
         store = ResultsStore(store)
     if store is not None:
-        store.check_writable()
+        store.check_writable()  # a read-only store (the committed one) checks nothing here; see phase 2
     memory: dict[str, RunResult] = {}
 
     def finished(c: RunConfig) -> bool:
@@ -178,6 +178,11 @@ def run_sweep(
                 raise ValueError(f"configuration {c.method} eps={c.eps} lam={c.lam} lr={c.lr} seed={c.seed} "
                                  f"on {c.dataset}: {exc}") from exc
         todo.append((d, sorted(pending, key=_batch_order)))
+
+    if store is not None and getattr(store, "read_only", False):
+        missing = [c for _, p in todo for c in p]
+        if missing:
+            raise ValueError(store.missing_message(missing))
 
     # phase 2: train in chunks, store as we go
     if runner is None:
@@ -314,6 +319,23 @@ def summarize(rows: Iterable["RunResult"], by: Sequence[str] = ("method", "eps",
     return out
 
 
+def gaussian_lambda_configs(*, eps_values: Sequence[float], lams: Sequence[float], num_silos: int = 50, n: int = 50,
+                            tau: float = 0.25, sigma: float = 1.0, data_seeds: Sequence[int] = tuple(range(8)),
+                            rounds: int = 30, batch_size: int = 10, clip: float = 3.0, lr: float = 0.05,
+                            prox_mode: str = "post-noise") -> list[RunConfig]:
+    """The configurations :func:`gaussian_lambda_sweep` runs (same arguments, without ``store``): per dataset
+    seed, MR-MTL at every (ε, λ) and FedAvg at every ε."""
+    configs: list[RunConfig] = []
+    for s in data_seeds:
+        opts = dict(num_silos=int(num_silos), n=int(n), tau=float(tau), sigma=float(sigma), test="centres",
+                    n_test=1, seed=int(s))
+        base = dict(dataset="gaussian", dataset_options=opts, rounds=rounds, batch_size=batch_size, clip=clip,
+                    lr=lr, prox_mode=prox_mode, seed=int(s))
+        configs += expand_grid({**base, "method": "mrmtl"}, eps=list(eps_values), lam=[float(v) for v in lams])
+        configs += expand_grid({**base, "method": "fedavg"}, eps=list(eps_values))
+    return configs
+
+
 def gaussian_lambda_sweep(
     *,
     eps_values: Sequence[float],
@@ -345,13 +367,10 @@ def gaussian_lambda_sweep(
     lams = [float(v) for v in lams]
     per: dict[tuple, list[float]] = {}
     privacy: dict[float, tuple[set, set]] = {}
+    setup = dict(eps_values=eps_values, lams=lams, num_silos=num_silos, n=n, tau=tau, sigma=sigma, rounds=rounds,
+                 batch_size=batch_size, clip=clip, lr=lr, prox_mode=prox_mode)
     for s in data_seeds:
-        opts = dict(num_silos=int(num_silos), n=int(n), tau=float(tau), sigma=float(sigma), test="centres",
-                    n_test=1, seed=int(s))
-        base = dict(dataset="gaussian", dataset_options=opts, rounds=rounds, batch_size=batch_size, clip=clip,
-                    lr=lr, prox_mode=prox_mode, seed=int(s))
-        configs = expand_grid({**base, "method": "mrmtl"}, eps=list(eps_values), lam=lams)
-        configs += expand_grid({**base, "method": "fedavg"}, eps=list(eps_values))
+        configs = gaussian_lambda_configs(**setup, data_seeds=(s,))
         for r in run_sweep(configs, store=store, progress=False):
             c = r.config
             key = (c.method, float(c.eps), float(c.lam))
