@@ -108,13 +108,15 @@ class ResultsStore:
     #: Stores the sweep writes to (read-only stores, :class:`CommittedStore`, say so here).
     read_only = False
 
-    def __init__(self, root: str | os.PathLike | None = None, *, command: str | None = None) -> None:
+    def __init__(self, root: str | os.PathLike | None = None, *, command: str | None = None,
+                 commit: str | None = None) -> None:
         self.root = Path(root) if root is not None else DEFAULT_RESULTS_DIR
         if self.root.exists() and not self.root.is_dir():
             raise ValueError(f"results store must be a folder (got the file {self.root})")
         #: the command recorded in every row's provenance (default: this process's command line)
         self.command = command
-        self._commit: str | None = None
+        #: the commit recorded in every row's provenance (default: :func:`git_commit` at the first write)
+        self._commit: str | None = commit
 
     def __repr__(self) -> str:
         return f"ResultsStore({str(self.root)!r}, rows={len(self)})"
@@ -510,9 +512,21 @@ def committed_store(root: str | os.PathLike | None = None) -> CommittedStore:
 # --------------------------------------------------------------------------------------------------
 # computing a preset (``make results``)
 # --------------------------------------------------------------------------------------------------
+def _stages(configs: "list[RunConfig]") -> "list[list[RunConfig]]":
+    """``configs`` cut into consecutive runs of one method (the order a preset computes them in)."""
+    out: list[list[RunConfig]] = []
+    for c in configs:
+        if out and out[-1][0].method == c.method:
+            out[-1].append(c)
+        else:
+            out.append([c])
+    return out
+
+
 def preset_targets(preset: str) -> "list[tuple[str, str, list[RunConfig]]]":
     """``(name, scale, configs)`` per file of preset ``preset`` (:data:`fedtrain.presets.RESULTS_PRESETS`): each
-    dataset's figures (:data:`fedtrain.presets.DATASET_FIGURES`, shared runs once) and the theory figure."""
+    dataset's figures (:data:`fedtrain.presets.DATASET_FIGURES`, in that order, shared runs once; within a
+    figure, method by method) and the theory figure."""
     from fedtrain.presets import DATASET_FIGURES, RESULTS_PRESETS, book_grid, theory_grid
     from fedtrain.sweep import gaussian_lambda_configs
 
@@ -556,14 +570,25 @@ def compute_preset(preset: str, *, work: str | os.PathLike | None = None, pack: 
     if dry_run:
         return {"rows": sum(len(t[2]) for t in targets), "files": {t[0]: len(t[2]) for t in targets}}
     command = command or provenance()["command"]
+    commit = git_commit()
     t0 = time.time()
     computed = 0
-    for name, scale, configs in targets:
-        store = ResultsStore(work / name, command=command)
+    # the stand-ins and the theory figure first (minutes), then each dataset figure by figure, method by
+    # method: an interrupted computation leaves whole figures done
+    order = sorted(targets, key=lambda t: (t[1] == "paper", len(t[2])))
+    stores = {}
+    for name, scale, configs in order:
+        store = stores[name] = ResultsStore(work / name, command=command, commit=commit)
         store.check_writable()
-        before = sum(store.has(c) for c in configs)
-        run_sweep(configs, store=store, progress=progress, chunk_size=chunk_size, runner=runner)
-        computed += len(configs) - before
+    for name, scale, configs in order:
+        store = stores[name]
+        for stage in _stages(configs):
+            before = sum(store.has(c) for c in stage)
+            run_sweep(stage, store=store, progress=progress, chunk_size=chunk_size, runner=runner)
+            computed += len(stage) - before
+            if progress is not False:
+                print(f"{time.strftime('%H:%M:%S')} {name}: {stage[0].method} x{len(stage)} done "
+                      f"({computed} computed, {time.time() - t0:.0f} s)", flush=True)
     seconds = time.time() - t0
     work.mkdir(parents=True, exist_ok=True)
     log = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0)), "seconds": round(seconds, 1),
