@@ -22,7 +22,8 @@ import os
 from typing import Any
 
 __all__ = ["PAPER_DEFAULTS", "LAMBDA_GRID", "LR_GRID", "STANDIN_PRESETS", "paper_defaults", "FULL_ENV", "full_scale",
-           "REDUCED", "REDUCED_EPS", "REDUCED_STANDIN_LAMBDAS", "FULL_GRID", "FULL_EPS", "SCALES", "BOOK_FIGURES",
+           "REDUCED", "REDUCED_EPS", "REDUCED_STANDIN_LAMBDAS", "FULL_GRID", "FULL_EPS", "SCALES", "LR_COMPUTE_ORDER",
+           "BOOK_FIGURES",
            "THEORY_SETUP", "THEORY_GRIDS", "RESULTS_PRESETS", "DATASET_FIGURES", "grid_note", "book_grid",
            "theory_grid"]
 
@@ -141,11 +142,16 @@ FULL_EPS = {"school": (1.0, 2.0, 3.0, 4.0, 6.0, 8.0, inf), "vehicle": (0.1, 0.25
             "gleam": (0.5, 1.0, 1.5, 2.0, 4.0, inf)}
 
 #: The scales a figure's grid can be expanded at (:func:`book_grid`): ``"paper"`` (App. C.4's rounds, λ, η and
-#: ε grids, 5 repeats), ``"reduced"`` (:data:`REDUCED`: fewer rounds, one η, fewer ε and λ, 2 repeats; quick
-#: runs) and ``"reduced-5"`` (the reduced grid with the paper's 5 repeats).
+#: ε grids, 5 repeats), ``"paper-eta3"`` (the same with the middle three learning rates 0.01, 0.03, 0.1 of the
+#: paper's six), ``"reduced"`` (:data:`REDUCED`: fewer rounds, one η, fewer ε and λ, 2 repeats; quick runs)
+#: and ``"reduced-5"`` (the reduced grid with the paper's 5 repeats).
 SCALES = {"paper": dict(grid="full", repeats=FULL_GRID["repeats"]),
+          "paper-eta3": dict(grid="full", repeats=FULL_GRID["repeats"], lrs=(0.01, 0.03, 0.1)),
           "reduced": dict(grid="reduced", repeats=None),
           "reduced-5": dict(grid="reduced", repeats=5)}
+#: The order in which a preset computes a paper-scale grid's learning rates (the middle of the grid first), so
+#: that an interrupted computation holds whole figures at ``"paper-eta3"`` before it holds any at ``"paper"``.
+LR_COMPUTE_ORDER = (0.01, 0.03, 0.1, 0.3, 0.003, 0.001)
 
 #: The runs behind each figure of the empirical chapters.  A value may depend on the scale
 #: (``{"full": ..., "reduced": ...}``) and then on the dataset (``{"school": ..., "standin": ...}``;
@@ -195,10 +201,14 @@ THEORY_GRIDS = {"full": dict(datasets=32, lams=("geomspace", 0.01, 10.0, 13)),
 #: (:data:`SCALES`), and the theory figure's grid (:data:`THEORY_GRIDS`).  ``"paper"`` is the committed store
 #: the book reads (School, the real data, at paper scale; the synthetic stand-ins at the reduced grid with 5
 #: repeats, because their paper scale, 400/200 rounds over the full grids, takes hours of CPU);
-#: ``"paper-all"`` computes every dataset at paper scale; ``"reduced"`` is the quick grid.
+#: ``"paper-eta3"`` is ``"paper"`` with School's learning rates cut to the middle three (the first part of
+#: ``"paper"`` that a computation finishes, :data:`LR_COMPUTE_ORDER`); ``"paper-all"`` computes every dataset
+#: at paper scale; ``"reduced"`` is the quick grid.
 RESULTS_PRESETS: dict[str, dict[str, Any]] = {
     "paper": {"datasets": {"school": "paper", "vehicle-standin": "reduced-5", "gleam-standin": "reduced-5"},
               "theory": "full"},
+    "paper-eta3": {"datasets": {"school": "paper-eta3", "vehicle-standin": "reduced-5", "gleam-standin": "reduced-5"},
+                   "theory": "full"},
     "paper-all": {"datasets": {"school": "paper", "vehicle-standin": "paper", "gleam-standin": "paper"},
                   "theory": "full"},
     "reduced": {"datasets": {"school": "reduced", "vehicle-standin": "reduced", "gleam-standin": "reduced"},
@@ -239,8 +249,10 @@ def grid_note(dataset: str, *, full: bool | None = None, scale: str | None = Non
     :func:`full_scale`)."""
     scale = _scale(scale, full)
     if SCALES[scale]["grid"] == "full":
-        return (f"paper-scale grid: the paper's rounds, λ grid, η grid {'/'.join(f'{v:g}' for v in FULL_GRID['lrs'])}, "
-                f"{FULL_GRID['repeats']} repeats")
+        lrs = SCALES[scale].get("lrs")
+        eta = (f"η ∈ {{{', '.join(f'{v:g}' for v in lrs)}}} (3 of the paper's 6)" if lrs else
+               f"η grid {'/'.join(f'{v:g}' for v in FULL_GRID['lrs'])}")
+        return f"paper-scale grid: the paper's rounds, λ and ε grids, {eta}, {SCALES[scale]['repeats']} repeats"
     if dataset not in REDUCED:
         raise ValueError(f"dataset must be one of {sorted(REDUCED)}, got {dataset!r}")
     r = REDUCED[dataset]
@@ -272,7 +284,7 @@ def book_grid(figure: str, dataset: str, *, full: bool | None = None, scale: str
     school = dataset.startswith("school")
     family = dataset.split("-")[0]
     if full:
-        repeats, lrs, rounds = FULL_GRID["repeats"], FULL_GRID["lrs"], None
+        repeats, lrs, rounds = FULL_GRID["repeats"], SCALES[scale].get("lrs", FULL_GRID["lrs"]), None
     else:
         red = _reduced(dataset)
         repeats, lrs, rounds = red["repeats"], (red["lr"],), red["rounds"]

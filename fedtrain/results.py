@@ -558,6 +558,7 @@ def compute_preset(preset: str, *, work: str | os.PathLike | None = None, pack: 
     Returns ``{"rows": n, "computed": n new, "seconds": wall time, "files": {...}}``.  The wall time of every
     call is appended to ``work/computations.jsonl`` and listed in the manifest.
     """
+    from fedtrain.presets import LR_COMPUTE_ORDER
     from fedtrain.sweep import run_sweep
 
     work = Path(work) if work is not None else WORK_DIR
@@ -576,6 +577,9 @@ def compute_preset(preset: str, *, work: str | os.PathLike | None = None, pack: 
     # the stand-ins and the theory figure first (minutes), then each dataset figure by figure, method by
     # method: an interrupted computation leaves whole figures done
     order = sorted(targets, key=lambda t: (t[1] == "paper", len(t[2])))
+    # within a target, the learning rates in LR_COMPUTE_ORDER (stable: figure by figure, method by method)
+    tier = {lr: i for i, lr in enumerate(LR_COMPUTE_ORDER)}
+    order = [(n, s, sorted(cs, key=lambda c: tier.get(c.lr, len(tier)))) for n, s, cs in order]
     stores = {}
     for name, scale, configs in order:
         store = stores[name] = ResultsStore(work / name, command=command, commit=commit)
