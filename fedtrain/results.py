@@ -1,9 +1,11 @@
-"""The results store: one JSON file per finished run, keyed by :meth:`RunConfig.key`.
+"""Results stores: the working store of sweeps (one JSON file per run) and the committed store the book reads.
 
-Layout: ``<root>/<key>.json``, one row per run: the :class:`fedtrain.engine.RunResult` encoded by
-:meth:`RunResult.to_dict <fedtrain.engine.RunResult.to_dict>` (config, metrics, privacy, curve, the
-data summary with file and checksum), plus ``engine_version`` and ``created``.  :meth:`ResultsStore.get`
-and :meth:`ResultsStore.rows` hand back :class:`~fedtrain.engine.RunResult` objects.
+**Working store** (:class:`ResultsStore`).  Layout: ``<root>/<key>.json``, one row per run: the
+:class:`fedtrain.engine.RunResult` encoded by :meth:`RunResult.to_dict <fedtrain.engine.RunResult.to_dict>` (config,
+metrics, privacy, curve, the data summary with file and checksum), plus ``engine_version``, ``created`` and
+``provenance`` (:func:`provenance`: engine version, git commit, the command that computed the row, and its
+seconds).  :meth:`ResultsStore.get` and :meth:`ResultsStore.rows` hand back :class:`~fedtrain.engine.RunResult`
+objects.
 
 Every write goes to a temporary file in the same folder, is flushed and ``fsync``-ed, then renamed
 over the target with :func:`os.replace` (atomic on POSIX and Windows), and the folder is fsync-ed.
@@ -13,6 +15,14 @@ same key write the same run and the last rename wins; rows of different keys nev
 sweep skips every config whose key is already present (:meth:`ResultsStore.has`), so re-running it
 resumes where it stopped.  Rows written by another :data:`~fedtrain.config.ENGINE_VERSION` have other
 keys; :meth:`ResultsStore.rows` skips them.
+
+**Committed store** (:class:`CommittedStore`, :func:`committed_store`).  ``results/MANIFEST.json`` and one
+gzip'd JSON file per dataset (:func:`pack_rows`: per-silo privacy arrays and data summaries stored once,
+per-silo metrics and the ledger left out, float32 metrics written losslessly in their shortest form), written
+atomically by :func:`compute_preset` (``fedtrain sweep --preset paper --pack results``, ``make results``) from
+the working stores in ``results/work/``.  The empirical chapters read it; opening it checks the engine version
+and the files' SHA-256 and fails with :class:`StaleStoreError`, naming the command that regenerates it, when
+the engine has changed since.
 """
 from __future__ import annotations
 
@@ -590,7 +600,7 @@ def compute_preset(preset: str, *, work: str | os.PathLike | None = None, pack: 
             before = sum(store.has(c) for c in stage)
             run_sweep(stage, store=store, progress=progress, chunk_size=chunk_size, runner=runner)
             computed += len(stage) - before
-            if progress is not False:
+            if progress is not False and len(stage) > before:
                 print(f"{time.strftime('%H:%M:%S')} {name}: {stage[0].method} x{len(stage)} done "
                       f"({computed} computed, {time.time() - t0:.0f} s)", flush=True)
     seconds = time.time() - t0
