@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["ResultsStore", "DEFAULT_RESULTS_DIR", "WORK_DIR", "jsonable", "git_commit", "provenance",
            "pack_rows", "CommittedStore", "StaleStoreError", "committed_store", "compute_preset",
-           "REGENERATE_COMMAND"]
+           "REGENERATE_COMMAND", "STORE_ENV"]
 
 #: ``results/`` at the repository root: the committed store (``*.json.gz`` and ``MANIFEST.json``, see
 #: :class:`CommittedStore`) and, git-ignored, the working stores of sweeps.
@@ -514,8 +514,16 @@ class CommittedStore:
         return f"store {self.root.name}/{info['file']} (engine v{info['engine_version']}, commit {commits}); {grid}"
 
 
+#: Environment variable naming another committed store for the chapters to read (default ``results/``).
+STORE_ENV = "FEDBOOK_RESULTS_STORE"
+
+
 def committed_store(root: str | os.PathLike | None = None) -> CommittedStore:
-    """The committed results store (``results/`` by default), checked (:class:`CommittedStore`)."""
+    """The committed results store, checked (:class:`CommittedStore`): ``root``, else the folder named by the
+    environment variable ``FEDBOOK_RESULTS_STORE`` (e.g. a store packed with ``fedtrain sweep --preset ...
+    --pack DIR``), else ``results/``."""
+    if root is None:
+        root = os.environ.get(STORE_ENV) or None
     return CommittedStore(root)
 
 
