@@ -250,9 +250,11 @@ def grid_note(dataset: str, *, full: bool | None = None, scale: str | None = Non
     scale = _scale(scale, full)
     if SCALES[scale]["grid"] == "full":
         lrs = SCALES[scale].get("lrs")
-        eta = (f"η ∈ {{{', '.join(f'{v:g}' for v in lrs)}}} (3 of the paper's 6)" if lrs else
-               f"η grid {'/'.join(f'{v:g}' for v in FULL_GRID['lrs'])}")
-        return f"paper-scale grid: the paper's rounds, λ and ε grids, {eta}, {SCALES[scale]['repeats']} repeats"
+        reps = SCALES[scale]["repeats"]
+        if lrs:
+            return (f"paper-scale grid with η ∈ {{{', '.join(f'{v:g}' for v in lrs)}}} ({len(lrs)} of the paper's "
+                    f"{len(FULL_GRID['lrs'])}), {reps} repeats")
+        return f"paper-scale grid (the paper's rounds, λ, η and ε grids), {reps} repeats"
     if dataset not in REDUCED:
         raise ValueError(f"dataset must be one of {sorted(REDUCED)}, got {dataset!r}")
     r = REDUCED[dataset]

@@ -499,7 +499,7 @@ class CommittedStore:
         return gaussian_lambda_sweep(**theory_grid(self.info("theory")["scale"]), store=self)
 
     def note(self, name: str) -> str:
-        """Caption text saying which store a figure read: file, engine version, commit, scale, repeats."""
+        """Caption text (two lines) saying which store a figure read: file, engine version, commit; scale, repeats."""
         from fedtrain.presets import SCALES, THEORY_GRIDS, grid_note
 
         info = self.info(name)
@@ -511,7 +511,7 @@ class CommittedStore:
             grid = grid_note(name, scale=info["scale"])
             if SCALES[info["scale"]]["grid"] != "full":
                 grid += " (not paper scale)"
-        return f"store {self.root.name}/{info['file']} (engine v{info['engine_version']}, commit {commits}); {grid}"
+        return f"store {self.root.name}/{info['file']}, engine v{info['engine_version']}, commit {commits}\n{grid}"
 
 
 #: Environment variable naming another committed store for the chapters to read (default ``results/``).
@@ -663,7 +663,7 @@ def pack_store(preset: str, *, work: str | os.PathLike | None = None, out: str |
                 entry = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if entry.get("engine_version") == ENGINE_VERSION and entry.get("preset") == preset:
+            if entry.get("engine_version") == ENGINE_VERSION:  # every computation that filled these stores
                 computations.append(entry)
     manifest = {"format": FORMAT, "preset": preset, "engine_version": ENGINE_VERSION,
                 "regenerate": REGENERATE_COMMAND, "files": files, "computations": computations,
