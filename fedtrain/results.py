@@ -88,8 +88,15 @@ def provenance(command: str | None = None, *, seconds: float | None = None, comm
 jsonable = encode
 
 
+def _umask_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def _atomic_write_text(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    os.chmod(tmp, _umask_mode())  # mkstemp makes 0600 files; rows are ordinary files
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -320,6 +327,7 @@ def _write_gzip_json(path: Path, value: Any) -> None:
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    os.chmod(tmp, _umask_mode())
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
