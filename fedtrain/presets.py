@@ -194,6 +194,7 @@ BOOK_FIGURES: dict[str, dict[str, Any]] = {
 #: The theory-meets-training figure (Gaussian mean estimation, :func:`fedtrain.sweep.gaussian_lambda_sweep`):
 #: its fixed set-up and, per grid, the number of independent datasets and the λ values (0 = local is added).
 THEORY_SETUP = dict(num_silos=50, n=50, tau=0.25, sigma=1.0, eps_values=(1.0, 3.0, inf))
+#: The theory figure's grids: ``"full"`` (the committed store) and ``"reduced"`` (quick runs).
 THEORY_GRIDS = {"full": dict(datasets=32, lams=("geomspace", 0.01, 10.0, 13)),
                 "reduced": dict(datasets=8, lams=(0.03, 0.1, 0.3, 1.0, 3.0, 10.0))}
 

@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["ResultsStore", "DEFAULT_RESULTS_DIR", "WORK_DIR", "jsonable", "git_commit", "provenance",
            "pack_rows", "CommittedStore", "StaleStoreError", "committed_store", "compute_preset",
-           "REGENERATE_COMMAND", "STORE_ENV"]
+           "REGENERATE_COMMAND", "STORE_ENV", "DROPPED_FIELDS", "pack_store", "preset_targets"]
 
 #: ``results/`` at the repository root: the committed store (``*.json.gz`` and ``MANIFEST.json``, see
 #: :class:`CommittedStore`) and, git-ignored, the working stores of sweeps.
