@@ -130,6 +130,14 @@ def build_parser() -> argparse.ArgumentParser:
     _common(sw, sweep=True)
     sw.add_argument("--dry-run", action="store_true", help="validate the grid and print its size; train nothing")
     sw.add_argument("--chunk-size", type=int, default=32, help="runs trained (and stored) together")
+    sub.add_parser("datasets", help="list the dataset names")
+    for name, (help_text, configure, _) in _COMMANDS.items():
+        configure(sub.add_parser(name, help=help_text))
+    _preset_flags(sw)
+    return p
+
+
+def _preset_flags(sw: argparse.ArgumentParser) -> None:
     g = sw.add_argument_group("presets (the book's results store; make results)")
     g.add_argument("--preset", default=None, choices=sorted(RESULTS_PRESETS),
                    help="compute every figure of the empirical chapters at the preset's scale "
@@ -140,10 +148,6 @@ def build_parser() -> argparse.ArgumentParser:
                         "dataset) to DIR, e.g. results")
     g.add_argument("--only", default=None, metavar="NAMES",
                    help="with --preset: compute only these files (comma-separated: datasets or 'theory')")
-    sub.add_parser("datasets", help="list the dataset names")
-    for name, (help_text, configure, _) in _COMMANDS.items():
-        configure(sub.add_parser(name, help=help_text))
-    return p
 
 
 def _distinct(name: str, values: list) -> list:

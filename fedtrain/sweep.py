@@ -165,6 +165,8 @@ def run_sweep(
         pending = [c for c in group if not finished(c)]
         if not pending:
             continue
+        if store is not None and getattr(store, "read_only", False):  # the committed store: never trains
+            raise ValueError(store.missing_message(pending))
         if isinstance(data, FederatedData):
             d = data
         elif isinstance(data, Mapping) and name in data:
@@ -178,11 +180,6 @@ def run_sweep(
                 raise ValueError(f"configuration {c.method} eps={c.eps} lam={c.lam} lr={c.lr} seed={c.seed} "
                                  f"on {c.dataset}: {exc}") from exc
         todo.append((d, sorted(pending, key=_batch_order)))
-
-    if store is not None and getattr(store, "read_only", False):
-        missing = [c for _, p in todo for c in p]
-        if missing:
-            raise ValueError(store.missing_message(missing))
 
     # phase 2: train in chunks, store as we go
     if runner is None:
