@@ -35,12 +35,23 @@ __all__ = ["digit_pool", "make_noniid_digits", "load_noniid_digits", "load_nonii
 SKEWED_CLASS = 7
 
 
-def digit_pool(source: str = "sklearn-digits", *, seed: int = 0, data_dir=None):
+def _upsample(x: np.ndarray, side: int, new: int) -> np.ndarray:
+    """Bilinear resize of flattened ``side×side`` images to ``new×new`` (:func:`scipy.ndimage.zoom`, order 1)."""
+    from scipy.ndimage import zoom
+
+    img = x.reshape(len(x), side, side)
+    out = zoom(img, (1, new / side, new / side), order=1)
+    return np.clip(out, 0.0, 1.0).reshape(len(x), -1).astype(np.float32)
+
+
+def digit_pool(source: str = "sklearn-digits", *, seed: int = 0, data_dir=None, image_side: int = 8):
     """``(train_x, train_y, test_x, test_y, info)`` of a labelled digit source, pixels in [0, 1], flattened.
 
     ``source="sklearn-digits"``: :func:`sklearn.datasets.load_digits` (bundled), stratified 2/3 : 1/3
     split with ``seed``.  ``source="mnist"``: :func:`fedtrain.data.images.load_mnist` (its own train/test
     split); raises the loader's error (which file, where it looked, how to obtain it) when absent.
+    ``image_side`` (sklearn digits only): 8 keeps the 8×8 images; 28 upsamples them bilinearly to MNIST's size,
+    so that Table 6's network (784 → 50 → 10) and its parameter count are the paper's.
     """
     if source == "sklearn-digits":
         from sklearn.datasets import load_digits
@@ -53,8 +64,12 @@ def digit_pool(source: str = "sklearn-digits", *, seed: int = 0, data_dir=None):
         for c in range(10):
             idx = np.flatnonzero(y == c)
             test[rng.choice(idx, size=len(idx) // 3, replace=False)] = True
-        info = {"source": "scikit-learn bundled 8x8 digits (1,797 images), a stand-in for MNIST, scaled down",
-                "input_shape": (1, 8, 8)}
+        side = int(check_integer_at_least("image_side", image_side, 8))
+        if side != 8:
+            x = _upsample(x, 8, side)
+        info = {"source": "scikit-learn bundled 8x8 digits (1,797 images), a stand-in for MNIST, scaled down"
+                          + (f", upsampled to {side}x{side}" if side != 8 else ""),
+                "input_shape": (1, side, side)}
         return x[~test], y[~test], x[test], y[test], info
     if source == "mnist":
         try:
@@ -147,9 +162,11 @@ def make_noniid_digits(pool, *, name: str, num_clients: int = 2000, samples_per_
 
 
 def load_noniid_digits(*, skewed: bool = False, num_clients: int = 2000, samples_per_client: int = 30,
-                       test_per_client: int = 10, nonprivate_fraction: float = 0.05, seed: int = 0) -> FederatedData:
-    """``noniid-digits`` (``skewed=False``) or ``noniid-digits-skewed`` from scikit-learn's digits."""
-    pool = digit_pool("sklearn-digits", seed=seed)
+                       test_per_client: int = 10, nonprivate_fraction: float = 0.05, seed: int = 0,
+                       image_side: int = 8) -> FederatedData:
+    """``noniid-digits`` (``skewed=False``) or ``noniid-digits-skewed`` from scikit-learn's digits
+    (``image_side=28``: upsampled to MNIST's size, see :func:`digit_pool`)."""
+    pool = digit_pool("sklearn-digits", seed=seed, image_side=image_side)
     return make_noniid_digits(pool, name="noniid-digits-skewed" if skewed else "noniid-digits",
                               num_clients=num_clients, samples_per_client=samples_per_client,
                               test_per_client=test_per_client, nonprivate_fraction=nonprivate_fraction,
