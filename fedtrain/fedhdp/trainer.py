@@ -292,8 +292,12 @@ def _stats(values: np.ndarray) -> tuple[float, float]:
 
 
 def train(config: FedHDPConfig, data: FederatedData | None = None, *, keep_models: bool = False,
-          progress: bool = False) -> FedHDPResult:
+          progress: bool = False, client_chunk: int | None = None) -> FedHDPResult:
     """Run ``config`` (module docstring) on ``data`` (default: ``load_dataset(config.dataset, **options)``).
+
+    ``client_chunk``: clients trained per vectorized call (``None``: all of the round's clients at once;
+    ``1``: a per-client loop, the benchmark's reference).  It changes the order of the random draws
+    for the batches, not their distribution.
 
     Every check (groups, noise settings, dataset fit) happens before the first round; ValueErrors name
     the argument.  Seeded: the same config and data give the same numbers on the same machine.
@@ -379,8 +383,14 @@ def train(config: FedHDPConfig, data: FederatedData | None = None, *, keep_model
             lam_k = lam_all[idx]
             lr_p = (1.0 / (1.0 + lam_k)) if config.personal_step == "lemma4" else torch.full(
                 (idx.size,), config.lr_personal * decay)
-            delta, personal[idx] = local_update(model, loss, theta, personal[idx], x[idx], y[idx], m[idx], lam_k, lr,
-                                                lr_p, config.local_epochs, config.batch_size, gen)
+            step_k = idx.size if client_chunk is None else int(client_chunk)
+            parts = []
+            for a in range(0, idx.size, step_k):
+                sl, ii = slice(a, a + step_k), idx[a:a + step_k]
+                d_k, personal[ii] = local_update(model, loss, theta, personal[ii], x[ii], y[ii], m[ii], lam_k[sl],
+                                                 lr, lr_p[sl], config.local_epochs, config.batch_size, gen)
+                parts.append(d_k)
+            delta = torch.cat(parts)
             clipped, bits = clip_updates(delta, S)
         else:
             clipped, bits = torch.zeros(0, D), torch.zeros(0)
