@@ -132,6 +132,8 @@ def _configure_claims(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scale", choices=tuple(SCALES), default="claims", help="experiment scale (default claims)")
     p.add_argument("--results", default=None, help="folder storing each finished run (resumable)")
     p.add_argument("--json", action="store_true", help="print the tables' rows and the checks as JSON")
+    p.add_argument("--save", default=None, help="also write all runs to this JSON file (the chapter reads "
+                   "book/data/fedhdp_claims.json)")
 
 
 def _claims(args: argparse.Namespace) -> int:
@@ -140,6 +142,10 @@ def _claims(args: argparse.Namespace) -> int:
 
     configs = experiment_configs(args.scale, "noniid-digits") + experiment_configs(args.scale, "noniid-digits-skewed")
     rows = run_experiment(configs, args.results, log=lambda s: print(s, file=sys.stderr, flush=True))
+    if args.save:
+        from fedtrain.fedhdp.experiments import save_results
+
+        save_results(rows, args.save, scale=args.scale, command=f"fedtrain fedhdp-claims --scale {args.scale}")
     checks = check_claims(rows)
     tables = {ds: table_rows([r for r in rows if r["config"]["dataset"] == ds])
               for ds in ("noniid-digits", "noniid-digits-skewed")}

@@ -31,9 +31,10 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from fedtrain.encoding import decode_float
 from fedtrain.fedhdp.config import FedHDPConfig
 
-__all__ = ["SCALES", "experiment_configs", "run_experiment", "load_results", "ClaimCheck", "check_claims",
+__all__ = ["SCALES", "experiment_configs", "run_experiment", "load_results", "save_results", "ClaimCheck", "check_claims",
            "best_ratio"]
 
 SCALES: dict[str, dict] = {
@@ -116,8 +117,22 @@ def run_experiment(configs: Iterable[FedHDPConfig], store: str | Path | None = N
 
 
 def load_results(store: str | Path) -> list[dict]:
-    """Every run stored in ``store`` (see :func:`run_experiment`)."""
-    return [json.loads(p.read_text()) for p in sorted(Path(store).glob("*.json"))]
+    """Every run stored in ``store``: a folder of :func:`run_experiment` or a file of :func:`save_results`."""
+    path = Path(store)
+    if path.is_file():
+        return json.loads(path.read_text())["runs"]
+    if not path.is_dir():
+        raise FileNotFoundError(f"no FedHDP results at {path} (run: fedtrain fedhdp-claims --results {path})")
+    return [json.loads(p.read_text()) for p in sorted(path.glob("*.json"))]
+
+
+def save_results(rows: Sequence[dict], path: str | Path, *, scale: str, command: str) -> None:
+    """Write ``rows`` (without per-round curves) to one JSON file with the scale and the command that made them."""
+    from fedtrain.results import _atomic_write_text
+
+    slim = [{k: v for k, v in r.items() if k not in ("curve", "curve_rounds")} for r in rows]
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write_text(Path(path), json.dumps({"scale": scale, "command": command, "runs": slim}, indent=1))
 
 
 @dataclass(frozen=True)
@@ -139,7 +154,7 @@ def _by(rows, dataset, method, ratio=None):
 
 
 def _ms(mets, key):
-    v = np.array([m[key] for m in mets], dtype=float)
+    v = np.array([decode_float(m[key]) for m in mets], dtype=float)
     return float(v.mean()), (float(v.std(ddof=1) / math.sqrt(len(v))) if len(v) > 1 else math.nan), len(v)
 
 

@@ -15,6 +15,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from fedtrain.encoding import decode_float
 from fedtrain.fedhdp.config import FEDHDP_METHODS, METHOD_LABELS
 
 __all__ = ["COLUMNS", "table_rows", "format_table"]
@@ -27,7 +28,9 @@ _VAR = {"acc_g_p": "var_g_p", "acc_g_np": "var_g_np", "acc_l_p": "var_l_p", "acc
 
 def _metrics(r) -> tuple[str, float, dict]:
     if isinstance(r, dict):
-        cfg, met = r["config"], r["metrics"]
+        cfg = r["config"]
+        met = {k: (decode_float(v) if isinstance(v, (str, int, float)) and k != "metric" else v)
+               for k, v in r["metrics"].items()}
         method, ratio = cfg["method"], float(cfg["ratio"]) if cfg["method"] == "fedhdp" else 1.0
     else:
         method, ratio, met = r.config.method, r.config.effective_ratio, r.metrics
