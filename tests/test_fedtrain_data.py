@@ -254,8 +254,10 @@ def test_gaussian_linear_regression_design():
 
 # -------------------------------------------------------------------------------------- registry
 def test_registry_names_and_errors():
-    assert set(DATASETS) == {"school", "vehicle", "gleam", "school-standin", "vehicle-standin",
+    assert set(DATASETS) >= {"school", "vehicle", "gleam", "school-standin", "vehicle-standin",
                              "gleam-standin", "gaussian", "gaussian-linreg"}
+    # FedHDP's client-level datasets (tests/test_fedhdp_training_data.py)
+    assert set(DATASETS) >= {"noniid-digits", "noniid-digits-skewed", "femnist-standin", "noniid-mnist", "femnist"}
     with pytest.raises(ValueError, match="unknown dataset 'mnist'.*school-standin"):
         load_dataset("mnist")
     with pytest.raises(ValueError, match="bad option"):
