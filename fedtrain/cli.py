@@ -301,14 +301,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = sys.stdout
     if args.command == "datasets":
-        from fedtrain.data.registry import CLIENT_DATASETS, DATASETS, FILE_DATASETS, REAL_DATASETS
+        from fedtrain.data.registry import DATASET_DESCRIPTIONS, DATASETS, REAL_DATASETS
 
         for name in DATASETS:
-            kind = ("real (needs the .mat file)" if name in REAL_DATASETS else
-                    "real (needs the files)" if name in FILE_DATASETS else "synthetic")
-            if name in CLIENT_DATASETS:
-                kind += "; client-level (fedtrain run --method fedhdp|hdp-fedavg|dp-fedavg|nonprivate)"
-            print(f"{name}\t{kind}", file=out)
+            fallback = "real (needs its data file)" if name in REAL_DATASETS else "synthetic"
+            print(f"{name}\t{DATASET_DESCRIPTIONS.get(name, fallback)}", file=out)
         return 0
     if args.command in _COMMANDS:
         return int(_COMMANDS[args.command][2](args))

@@ -65,7 +65,9 @@ __all__ = [
 #: ``key()``).  2: method options nested under ``options``; rows record the data file and checksum.
 #: 3: deterministic noise calibration (the privacy ledger) changes the noise multipliers slightly.
 #: 4: clip-together clipping takes the norm of the summed vector, computed stably (issue 14 item 1).
-ENGINE_VERSION = 4
+#: 5: the geometric Poisson sampler (:class:`fedtrain.dpsgd.PoissonBatcher`; same distribution, other
+#: seeded batches) and batched matrix products in the linear model (float32 summation order).
+ENGINE_VERSION = 5
 
 from fedtheory.privacy.accountants import ACCOUNTANTS  # noqa: E402  (the one registry of accountants)
 #: Server aggregation: weights n_k / Σn (the released code) or 1/K.

@@ -29,13 +29,15 @@ import torch
 from fedtrain import ledger
 from fedtrain.config import RunConfig, default_delta, paper_defaults
 from fedtrain.data.base import FederatedData
-from fedtrain.dpsgd import PoissonBatcher, dp_direction, draw_noise
+from fedtrain.dpsgd import SAMPLERS, PoissonBatcher, dp_direction, draw_noise
 from fedtrain.models import build_model, loss_for_task
 
 __all__ = ["RunResult", "run", "run_many", "validate", "resolve_budgets", "Trainer"]
 
 # Fields that may differ between configurations stacked in one vectorized run.
 _BATCHABLE = ("eps", "delta", "lam", "lr", "clip", "seed", "accountant")
+#: The Poisson sampler of ENGINE_VERSION 5 (:class:`fedtrain.dpsgd.PoissonBatcher`).
+DEFAULT_SAMPLER = "geometric"
 
 
 @dataclass
@@ -201,7 +203,8 @@ class Trainer:
     ``closed_form=False`` forces the linear model onto the generic ``torch.func`` path).
     """
 
-    def __init__(self, configs: Sequence[RunConfig], data: FederatedData, model_options: dict | None = None):
+    def __init__(self, configs: Sequence[RunConfig], data: FederatedData, model_options: dict | None = None,
+                 sampler: str = DEFAULT_SAMPLER):
         self.configs = list(configs)
         self.cfg = cfg = self.configs[0]
         self.data = data
@@ -224,7 +227,7 @@ class Trainer:
         trmask = torch.arange(self.x.shape[1])[None, :] < torch.as_tensor(self.n)[:, None]
         self.train_mask = trmask.to(self.device, self.dtype)
         self.batcher = PoissonBatcher(self.x, self.y, torch.as_tensor(self.n, device=self.device),
-                                      torch.as_tensor(q, device=self.device))
+                                      torch.as_tensor(q, device=self.device), sampler=sampler)
         self.denom = torch.as_tensor(ledger.expected_batch_sizes(self.n, cfg.batch_size), device=self.device,
                                      dtype=self.dtype)
         w = self.n / self.n.sum() if cfg.aggregation == "weighted" else np.full(self.K, 1.0 / self.K)
@@ -313,9 +316,7 @@ class Trainer:
         # η·[j < m_k] per step, (S,K,1): the same products as η·direction·mask (the mask is 0 or 1)
         lr_steps = [self.lr[:, None, None] * active_all[j].to(self.dtype)[None, :, None] for j in range(m_max)]
         for _ in range(epochs):
-            for j in range(m_max):
-                batch = self.batcher.sample(self.gens)
-                noise = self.expand(draw_noise(self.gens, tuple(w.shape[1:]), w))
+            for j, (batch, noise) in enumerate(self._draws(m_max, w)):
                 prox = prox_fn(w) if prox_fn is not None else None
                 direction, _ = dp_direction(self.model, self.loss, w, batch, clip=self.clip, noise=noise,
                                             noise_std=self.noise_std, denom=self.denom, prox=prox,
@@ -323,6 +324,24 @@ class Trainer:
                 w = w - lr_steps[j] * direction
             self.ledger.record_dpsgd(self.m)  # the privacy ledger: what each silo actually ran
         return w
+
+    def _draws(self, steps: int, w: torch.Tensor):
+        """The batches and standard normal noise ``(S,K,D)`` of ``steps`` DP-SGD steps, step by step.
+
+        Random streams (one generator per seed): ``geometric`` sampler (engine version 5) — the
+        uniforms of all the epoch's batches, then the normals of all its noise, each in one call per
+        generator; ``sorted-keys`` (versions ≤ 4) — per step, the batch's uniforms then the noise.
+        """
+        shape = tuple(w.shape[1:])
+        if self.batcher.sampler == "sorted-keys":
+            for _ in range(steps):
+                batch = self.batcher.sample_batch(self.gens)
+                yield batch, self.expand(draw_noise(self.gens, shape, w))
+            return
+        batches = self.batcher.sample_epoch(self.gens, steps)
+        noise = draw_noise(self.gens, (steps,) + shape, w)  # (U, steps, K, D)
+        for j, batch in enumerate(batches):
+            yield batch, self.expand(noise[:, j])
 
     def average(self, delta: torch.Tensor) -> torch.Tensor:
         """Server aggregation ``Σ_k a_k Δ_k`` of ``delta (S,K,D)`` → ``(S,D)``."""
@@ -351,13 +370,13 @@ class Trainer:
 # public entry points
 # --------------------------------------------------------------------------------------------------
 def _run_group(configs: list[RunConfig], data: FederatedData, progress: bool, keep_models: bool,
-               model_options: dict | None = None) -> list[RunResult]:
+               model_options: dict | None = None, sampler: str = DEFAULT_SAMPLER) -> list[RunResult]:
     from fedtrain.methods import get_method
 
     t0 = time.perf_counter()
     order = sorted(range(len(configs)), key=lambda i: configs[i].seed)  # seed blocks share random draws
     configs = [configs[i] for i in order]
-    trainer = Trainer(configs, data, model_options)
+    trainer = Trainer(configs, data, model_options, sampler)
     method = get_method(trainer.cfg.method)(trainer)
     trainer.ledger.plan = method.privacy_plan()
     z = np.stack([method.noise_multipliers(i) for i in range(trainer.S)])
@@ -407,22 +426,29 @@ def _group_key(c: RunConfig) -> str:
 
 
 def run(config: RunConfig, data: FederatedData, *, progress: bool = False, keep_models: bool = False,
-        model_options: dict | None = None) -> RunResult:
+        model_options: dict | None = None, sampler: str = DEFAULT_SAMPLER) -> RunResult:
     """Train ``config.method`` on ``data`` with per-silo DP-SGD and return its :class:`RunResult`.
 
     ``keep_models=True`` stores the final per-silo weights in :attr:`RunResult.models`.
     ``model_options``: execution options of :func:`fedtrain.models.build_model` that change nothing but
     float32 rounding (``silo_chunk``: silos per vectorized chunk of the generic gradient path;
     ``closed_form=False``: the linear model's generic ``torch.func`` path).
+    ``sampler``: the Poisson sampler (:data:`fedtrain.dpsgd.SAMPLERS`; both are exactly Poisson sampling at
+    the rate the ledger charges).  The default ``"geometric"`` is what :data:`~fedtrain.config.ENGINE_VERSION`
+    5 and the results store mean; ``"sorted-keys"`` reproduces the random streams of engine versions ≤ 4
+    (tests compare it with numbers recorded from them).  Results of a non-default sampler must not go into
+    the results store (its key does not name the sampler).
     Raises ``ValueError`` (before any training) when the config does not fit the data: per-silo
     ``eps``/``delta`` of the wrong length, δ_k ≥ n_k^{-1.1}, ``device='cuda'`` without CUDA, IFCA with
     more clusters than silos or a non-RDP accountant.
     """
-    return run_many([config], data, progress=progress, keep_models=keep_models, model_options=model_options)[0]
+    return run_many([config], data, progress=progress, keep_models=keep_models, model_options=model_options,
+                    sampler=sampler)[0]
 
 
 def run_many(configs: Sequence[RunConfig], data: FederatedData, *, progress: bool = False,
-             max_batch: int = 64, keep_models: bool = False, model_options: dict | None = None) -> list[RunResult]:
+             max_batch: int = 64, keep_models: bool = False, model_options: dict | None = None,
+             sampler: str = DEFAULT_SAMPLER) -> list[RunResult]:
     """Run many configurations on one dataset; results in input order.
 
     Configurations that differ only in ``eps, delta, lam, lr, clip, seed, accountant`` are stacked
@@ -432,8 +458,10 @@ def run_many(configs: Sequence[RunConfig], data: FederatedData, *, progress: boo
     draws and the gathered batches when every seed has equally many configurations (see Trainer).
     All configurations must name the same dataset (``dataset`` and ``dataset_options``).
     ``progress`` shows a tqdm bar per batch; ``keep_models`` stores the final weights in each result;
-    ``model_options`` as in :func:`run`.
+    ``model_options`` and ``sampler`` as in :func:`run`.
     """
+    if sampler not in SAMPLERS:
+        raise ValueError(f"sampler must be one of {SAMPLERS} (got {sampler!r})")
     configs = list(configs)
     if not configs:
         return []
@@ -454,7 +482,7 @@ def run_many(configs: Sequence[RunConfig], data: FederatedData, *, progress: boo
         for start in range(0, len(idx), max_batch):
             chunk = idx[start:start + max_batch]
             for i, r in zip(chunk, _run_group([configs[i] for i in chunk], data, progress, keep_models,
-                                                 model_options)):
+                                                 model_options, sampler)):
                 r.data = dict(summary)
                 out[i] = r
     return out  # type: ignore[return-value]

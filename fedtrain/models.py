@@ -237,12 +237,33 @@ class LinearModel(FunctionalModel):
         """``x (..., b, p)``, ``theta (..., D)`` → ``f (..., b, o)`` (one ``matmul``)."""
         return torch.matmul(x, self.export(theta))
 
-    def clipped_grad_sum(self, theta, x, y, valid, loss: Loss, clip, prox=None):
+    #: :meth:`clipped_grad_sum` takes the batch's precomputed ``‖x̃_i‖²`` (``x_sq``; :meth:`fedtrain.dpsgd.PoissonBatcher.sample_batch`).
+    uses_input_norms = True
+
+    @staticmethod
+    def _xw(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        """``x (U,K,b,p)``, ``w (U,c,K,p,r)`` → ``x̃ w`` as ``(U,c,K,b,r)``: one ``bmm`` over (stream, silo)."""
+        U, K, b, p = x.shape
+        c, r = w.shape[1], w.shape[-1]
+        wm = w.permute(0, 2, 3, 1, 4).reshape(U * K, p, c * r)
+        return torch.bmm(x.reshape(U * K, b, p), wm).reshape(U, K, b, c, r).permute(0, 3, 1, 2, 4)
+
+    @staticmethod
+    def _xtg(x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        """``x (U,K,b,p)``, ``h (U,c,K,b,o)`` → ``Σ_i x̃_i h_iᵀ`` as ``(U,c,K,p,o)``: one ``bmm``."""
+        U, K, b, p = x.shape
+        c, o = h.shape[1], h.shape[-1]
+        hm = h.permute(0, 2, 3, 1, 4).reshape(U * K, b, c * o)
+        return torch.bmm(x.reshape(U * K, b, p).transpose(1, 2), hm).reshape(U, K, p, c, o).permute(0, 3, 1, 2, 4)
+
+    def clipped_grad_sum(self, theta, x, y, valid, loss: Loss, clip, prox=None, x_sq=None):
         """The closed form of :meth:`FunctionalModel.clipped_grad_sum` (same arguments and returns).
 
         ``G_i = x̃_i g_iᵀ`` with ``g_i = ∂ℓ/∂f``.  Norm: ``‖x̃‖‖g‖`` without ``prox``; with it the
         expanded ``‖x̃‖²‖g‖² + 2 x̃ᵀP g + ‖P‖²``, recomputed from the formed ``x̃ gᵀ + P`` wherever its
         error bound exceeds :data:`EXPANDED_NORM_REL_TOL` of its value (see the module docstring).
+        ``x_sq (U,K,b)``: ``‖x̃_i‖²`` if the caller has it (computed once per record), else computed here.
+        ``x̃ W`` and ``x̃ P`` come from one batched matrix product, the sum from another.
         """
         if not self.closed_form:
             return super().clipped_grad_sum(theta, x, y, valid, loss, clip, prox)
@@ -251,14 +272,17 @@ class LinearModel(FunctionalModel):
         U = x.shape[0]
         c = S // U
         wb = theta.reshape(U, c, K, p, o)
-        f = torch.einsum("ukbp,uckpo->uckbo", x, wb)
+        pb = None if prox is None else prox.reshape(U, c, K, p, o)
+        fx = self._xw(x, wb if pb is None else torch.cat([wb, pb], -1))  # [x̃ W | x̃ P]
+        f = fx[..., :o]
         vf = valid[:, None].to(f.dtype)  # (U,1,K,b)
         g = loss.grad(f, y[:, None]) * vf[..., None]  # ∂ℓ/∂f (U,c,K,b,o)
-        norm2 = (x * x).sum(-1)[:, None] * (g * g).sum(-1)
+        if x_sq is None:
+            x_sq = (x * x).sum(-1)
+        norm2 = x_sq[:, None] * (g * g).sum(-1)
         formed = None
-        if prox is not None:
-            pb = prox.reshape(U, c, K, p, o)
-            xp = torch.einsum("ukbp,uckpo->uckbo", x, pb)  # x_iᵀ P
+        if pb is not None:
+            xp = fx[..., o:]  # x_iᵀ P
             a2 = norm2
             p2 = (pb * pb).sum((-1, -2))[..., None]
             norm2 = norm2 + 2.0 * (xp * g).sum(-1) + p2
@@ -284,8 +308,8 @@ class LinearModel(FunctionalModel):
         torch.div(clip.reshape(U, c, K)[..., None], factor, out=factor)
         factor.clamp_(max=1.0).mul_(vf)
         fast = factor if formed is None else factor.index_put(formed[0], factor.new_zeros(()))
-        total = torch.einsum("ukbp,uckbo->uckpo", x, g * fast[..., None])
-        if prox is not None:
+        total = self._xtg(x, g * fast[..., None])
+        if pb is not None:
             total = total + fast.sum(-1)[..., None, None] * pb
         if formed is not None:
             (iu, ic, ik, ib), v = formed

@@ -35,48 +35,35 @@ __all__ = ["digit_pool", "make_noniid_digits", "load_noniid_digits", "load_nonii
 SKEWED_CLASS = 7
 
 
-def _upsample(x: np.ndarray, side: int, new: int) -> np.ndarray:
-    """Bilinear resize of flattened ``side×side`` images to ``new×new`` (:func:`scipy.ndimage.zoom`, order 1)."""
-    from scipy.ndimage import zoom
-
-    img = x.reshape(len(x), side, side)
-    out = zoom(img, (1, new / side, new / side), order=1)
-    return np.clip(out, 0.0, 1.0).reshape(len(x), -1).astype(np.float32)
-
-
 def digit_pool(source: str = "sklearn-digits", *, seed: int = 0, data_dir=None, image_side: int = 8):
     """``(train_x, train_y, test_x, test_y, info)`` of a labelled digit source, pixels in [0, 1], flattened.
 
     ``source="sklearn-digits"``: :func:`sklearn.datasets.load_digits` (bundled), stratified 2/3 : 1/3
     split with ``seed``.  ``source="mnist"``: :func:`fedtrain.data.images.load_mnist` (its own train/test
     split); raises the loader's error (which file, where it looked, how to obtain it) when absent.
+    Both go through :mod:`fedtrain.data.images` (:func:`~fedtrain.data.images.load_digits_images`,
+    :func:`~fedtrain.data.images.load_mnist`).
     ``image_side`` (sklearn digits only): 8 keeps the 8×8 images; 28 upsamples them bilinearly to MNIST's size,
     so that Table 6's network (784 → 50 → 10) and its parameter count are the paper's.
     """
     if source == "sklearn-digits":
-        from sklearn.datasets import load_digits
+        from fedtrain.data.images import load_digits_images
 
-        d = load_digits()
-        x = (d.data / 16.0).astype(np.float32)
-        y = d.target.astype(np.int64)
+        side = int(check_integer_at_least("image_side", image_side, 8))
+        imgs, y = load_digits_images(None if side == 8 else side)
+        x = imgs.reshape(len(imgs), -1)
         rng = np.random.default_rng([int(seed), 31])
         test = np.zeros(len(y), dtype=bool)
         for c in range(10):
             idx = np.flatnonzero(y == c)
             test[rng.choice(idx, size=len(idx) // 3, replace=False)] = True
-        side = int(check_integer_at_least("image_side", image_side, 8))
-        if side != 8:
-            x = _upsample(x, 8, side)
         info = {"source": "scikit-learn bundled 8x8 digits (1,797 images), a stand-in for MNIST, scaled down"
                           + (f", upsampled to {side}x{side}" if side != 8 else ""),
                 "input_shape": (1, side, side)}
         return x[~test], y[~test], x[test], y[test], info
     if source == "mnist":
-        try:
-            from fedtrain.data.images import load_mnist  # the image-data loaders (issue 13)
-        except ImportError as exc:  # pragma: no cover - depends on the branch state
-            raise ValueError("noniid-mnist needs fedtrain.data.images.load_mnist (the MNIST loader), which this "
-                             "installation lacks; use noniid-digits (scikit-learn digits) instead") from exc
+        from fedtrain.data.images import load_mnist
+
         m = load_mnist(data_dir=data_dir)
         tx, ty, vx, vy = _mnist_arrays(m)
         info = {"source": "MNIST files (fedtrain.data.images.load_mnist)", "input_shape": (1, 28, 28)}
@@ -85,19 +72,10 @@ def digit_pool(source: str = "sklearn-digits", *, seed: int = 0, data_dir=None, 
 
 
 def _mnist_arrays(m):
-    """The loader's return value as four flat float arrays (a FederatedData or a tuple of arrays)."""
-    if isinstance(m, FederatedData):
-        tx = np.concatenate(m.train_x).astype(np.float32)
-        ty = np.concatenate(m.train_y).astype(np.int64)
-        vx = np.concatenate(m.test_x).astype(np.float32)
-        vy = np.concatenate(m.test_y).astype(np.int64)
-    else:
-        tx, ty, vx, vy = (np.asarray(a) for a in m[:4])
-        tx, vx = tx.reshape(len(tx), -1).astype(np.float32), vx.reshape(len(vx), -1).astype(np.float32)
-        ty, vy = ty.astype(np.int64), vy.astype(np.int64)
-    if tx.max() > 1.5:
-        tx, vx = tx / 255.0, vx / 255.0
-    return tx, ty, vx, vy
+    """:class:`fedtrain.data.images.ImageArrays` ``(N, 1, 28, 28)`` in [0, 1] as four flat arrays."""
+    tx = np.asarray(m.train_images, dtype=np.float32).reshape(len(m.train_images), -1)
+    vx = np.asarray(m.test_images, dtype=np.float32).reshape(len(m.test_images), -1)
+    return tx, np.asarray(m.train_labels, dtype=np.int64), vx, np.asarray(m.test_labels, dtype=np.int64)
 
 
 def choose_nonprivate(client_classes: np.ndarray, fraction: float, rng: np.random.Generator, *,

@@ -18,6 +18,19 @@ Names (``DATASETS``):
 ``femnist``         federated EMNIST from TFF's HDF5 files (needs them)
 =================== ===================================================================
 
+Image datasets (App. C.1; :mod:`fedtrain.data.rotated_masked`, :mod:`fedtrain.data.cifar_hetero`):
+
+========================== ==============================================================
+``rotated-masked-mnist``   real MNIST files, 40 silos x (1,500 + 250), 4 rotation groups
+``rotated-masked-digits``  real, scikit-learn's bundled digits (offline), 20 silos, 4 groups
+``rotated-masked-standin`` synthetic stand-in with rotated & masked MNIST's structure
+``cifar10-hetero``         real CIFAR-10 files, 30 silos holding 5 of the 10 classes each
+``cifar10-hetero-standin`` synthetic 32x32x3 stand-in with the same structure
+========================== ==============================================================
+
+:data:`DATASET_DESCRIPTIONS` says for each name whether it is real or a stand-in and which files it reads
+(``fedtrain datasets`` prints it).
+
 Options are passed through to the loader (e.g. ``seed``, ``test_fraction``, ``tau``).
 
 Split seeds (:data:`SPLIT_SEED_OPTIONS`): the loader option that seeds the per-silo train/test split,
@@ -34,15 +47,19 @@ from typing import Callable
 from fedtrain.data.base import FederatedData
 from fedtrain.data.files import DatasetNotFoundError
 from fedtrain.data.gaussian import gaussian_linear_regression, gaussian_mean_estimation
+from fedtrain.data.cifar_hetero import cifar10_hetero, cifar10_hetero_standin
+from fedtrain.data.rotated_masked import rotated_masked_digits, rotated_masked_mnist, rotated_masked_standin
 from fedtrain.data.school import load_school
 from fedtrain.data.sensors import load_gleam, load_vehicle
 from fedtrain.data.standins import load_standin
 from fedtrain.data.femnist import load_femnist_h5, load_femnist_standin
 from fedtrain.data.noniid_digits import load_noniid_digits, load_noniid_mnist
 
-__all__ = ["DATASETS", "REAL_DATASETS", "CLIENT_DATASETS", "FILE_DATASETS", "SPLIT_SEED_OPTIONS", "load_dataset", "split_seed_option"]
+__all__ = ["DATASETS", "REAL_DATASETS", "DATASET_DESCRIPTIONS", "CLIENT_DATASETS", "FILE_DATASETS",
+           "SPLIT_SEED_OPTIONS", "load_dataset", "split_seed_option"]
 
-REAL_DATASETS = ("school", "vehicle", "gleam")
+#: The datasets read from files (they take ``data_dir``; a missing file names an alternative).
+REAL_DATASETS = ("school", "vehicle", "gleam", "rotated-masked-mnist", "cifar10-hetero")
 _LOADERS: dict[str, Callable[..., FederatedData]] = {
     "school": load_school,
     "vehicle": load_vehicle,
@@ -52,6 +69,11 @@ _LOADERS: dict[str, Callable[..., FederatedData]] = {
     "gleam-standin": lambda **kw: load_standin("gleam", **kw),
     "gaussian": gaussian_mean_estimation,
     "gaussian-linreg": gaussian_linear_regression,
+    "rotated-masked-mnist": rotated_masked_mnist,
+    "rotated-masked-digits": rotated_masked_digits,
+    "rotated-masked-standin": rotated_masked_standin,
+    "cifar10-hetero": cifar10_hetero,
+    "cifar10-hetero-standin": cifar10_hetero_standin,
     "noniid-digits": lambda **kw: load_noniid_digits(skewed=False, **kw),
     "noniid-digits-skewed": lambda **kw: load_noniid_digits(skewed=True, **kw),
     "femnist-standin": load_femnist_standin,
@@ -67,12 +89,44 @@ SPLIT_SEED_OPTIONS: dict[str, str] = {
     "gaussian": "seed", "gaussian-linreg": "seed",
     "noniid-digits": "seed", "noniid-digits-skewed": "seed", "femnist-standin": "seed",
     "noniid-mnist": "seed", "noniid-mnist-skewed": "seed", "femnist": "seed",
+    "rotated-masked-mnist": "seed", "rotated-masked-digits": "seed", "rotated-masked-standin": "split_seed",
+    "cifar10-hetero": "seed", "cifar10-hetero-standin": "split_seed",
 }
 #: FedHDP's client-level datasets (one entry per client; ``info["nonprivate_clients"]`` is the opt-out set) and
 #: those of them that read files the user must already have (MNIST, federated EMNIST).
 CLIENT_DATASETS = ("noniid-digits", "noniid-digits-skewed", "femnist-standin", "noniid-mnist",
                    "noniid-mnist-skewed", "femnist")
 FILE_DATASETS = ("noniid-mnist", "noniid-mnist-skewed", "femnist")
+_FOLDERS = "in --data-dir, else $FEDBOOK_DATA_DIR, <repo>/data or ../shared/data"
+#: dataset name -> one line: real or stand-in, and which files it reads from where (``fedtrain datasets``).
+DATASET_DESCRIPTIONS: dict[str, str] = {
+    "school": f"real; reads school.mat {_FOLDERS} (or a school/ subfolder)",
+    "vehicle": f"real; reads vehicle.mat {_FOLDERS} (or a vehicle/ subfolder)",
+    "gleam": f"real; reads gleam.mat {_FOLDERS} (or a gleam/ subfolder)",
+    "school-standin": "synthetic stand-in with School's structure",
+    "vehicle-standin": "synthetic stand-in with Vehicle's structure",
+    "gleam-standin": "synthetic stand-in with GLEAM's structure",
+    "gaussian": "synthetic: the theory's Gaussian mean-estimation model",
+    "gaussian-linreg": "synthetic: the theory's Gaussian linear-regression model",
+    "rotated-masked-mnist": ("real; reads MNIST (train-/t10k-images-idx3-ubyte.gz and -labels-idx1-ubyte.gz, or "
+                             f"mnist.npz) {_FOLDERS} (or a mnist/ subfolder)"),
+    "rotated-masked-digits": "real; scikit-learn's bundled 8x8 digits (no file needed), resized to 28x28",
+    "rotated-masked-standin": "synthetic stand-in with rotated & masked MNIST's structure",
+    "cifar10-hetero": ("real; reads CIFAR-10 (cifar-10-batches-py/ or cifar-10-python.tar.gz) "
+                       f"{_FOLDERS} (or a cifar10/ subfolder)"),
+    "cifar10-hetero-standin": "synthetic 32x32x3 stand-in with heterogeneous CIFAR-10's structure",
+    "noniid-digits": "synthetic stand-in for FedHDP's non-IID MNIST: scikit-learn digits, one class per client, "
+                     "5% opted out (client-level; fedtrain run --method fedhdp)",
+    "noniid-digits-skewed": "the same, all opted-out clients hold digit 7 (client-level)",
+    "femnist-standin": "synthetic stand-in for federated EMNIST: Dirichlet label skew + per-client style (client-level)",
+    "noniid-mnist": f"real; FedHDP's non-IID MNIST from the MNIST files {_FOLDERS} (client-level)",
+    "noniid-mnist-skewed": f"real; the skewed variant from the MNIST files {_FOLDERS} (client-level)",
+    "femnist": (f"real; reads TFF's fed_emnist_train.h5 and fed_emnist_test.h5 {_FOLDERS} (or a femnist/ "
+                "subfolder) (client-level)"),
+}
+#: file-backed dataset -> the datasets to use without its files (named in the not-found message)
+_ALTERNATIVES = {"rotated-masked-mnist": ("rotated-masked-digits", "rotated-masked-standin"),
+                 "noniid-mnist": ("noniid-digits",), "femnist": ("femnist-standin",)}
 
 
 def split_seed_option(name: str) -> str:
@@ -92,18 +146,15 @@ def load_dataset(name: str, *, data_dir: str | os.PathLike | None = None, **opti
     if name not in _LOADERS:
         raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(DATASETS)}")
     loader = _LOADERS[name]
-    if name in FILE_DATASETS:
-        try:
-            return loader(data_dir=data_dir, **options)
-        except TypeError as exc:
-            raise ValueError(f"bad option for dataset {name!r}: {exc}") from exc
-    if name in REAL_DATASETS:
+    if name in REAL_DATASETS or name in FILE_DATASETS:
         try:
             return loader(data_dir=data_dir, **options)
         except DatasetNotFoundError as exc:
-            if f"{name}-standin" in str(exc):
+            alternatives = _ALTERNATIVES.get(name, (f"{name}-standin",))
+            if all(a in str(exc) for a in alternatives):
                 raise
-            raise DatasetNotFoundError(f"{exc}\nThe synthetic stand-in '{name}-standin' has the same structure.") from exc
+            raise DatasetNotFoundError(f"{exc}\nWithout the files, use {' or '.join(map(repr, alternatives))} "
+                                       "(same structure).") from exc
         except TypeError as exc:
             raise ValueError(f"bad option for dataset {name!r}: {exc}") from exc
     try:
