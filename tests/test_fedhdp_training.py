@@ -235,3 +235,34 @@ def test_vectorized_local_update_matches_per_client_loop(small):
         dk, vk = T.local_update(model, loss, theta, pers[k:k + 1], x[k:k + 1], y[k:k + 1], m[k:k + 1], lam[k:k + 1],
                                 0.5, lrp[k:k + 1], 2, 100, torch.Generator())
         assert torch.allclose(full[k], dk[0], atol=1e-6) and torch.allclose(vfull[k], vk[0], atol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------ CLI
+def test_cli_run_fedhdp_json(capsys):
+    import json
+
+    from fedtrain.cli import main
+
+    argv = ["run", "--dataset", "noniid-digits", "--method", "fedhdp", "--ratio", "0.2", "--lam-private", "0.01",
+            "--lam-nonprivate", "0.1", "--rounds", "2", "--sample-rate", "0.5", "--hidden", "4",
+            "--count-noise-per-client", "0.2", "-D", "num_clients=40", "-D", "samples_per_client=4",
+            "-D", "nonprivate_fraction=0.1", "--seeds", "0,1", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["method"] == "fedhdp" and out["ratio"] == 0.2 and out["seeds"] == [0, 1]
+    assert out["metrics"]["acc_g"]["n"] == 2 and len(out["metrics"]["acc_g"]["values"]) == 2
+    g = out["privacy"]["groups"]
+    assert g["private"]["lambda"] == 0.01 and g["nonprivate"]["lambda"] == 0.1
+    assert g["nonprivate"]["epsilon"] == "inf" and g["nonprivate"]["rounds_released"] == 0
+    assert "client-level" in out["privacy"]["adjacency"]
+    assert main(argv[:4] + ["dp-fedavg"] + argv[7:]) == 0  # a baseline through the same flags
+    assert json.loads(capsys.readouterr().out)["ratio"] == 1.0
+
+
+@pytest.mark.parametrize("flag,value,name", [("--ratio", "1.5", "ratio"), ("--sample-rate", "0", "sample_rate")])
+def test_cli_bad_values(capsys, flag, value, name):
+    from fedtrain.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--dataset", "noniid-digits", "--method", "fedhdp", flag, value])
+    assert exc.value.code == 2 and name in capsys.readouterr().err
