@@ -266,3 +266,21 @@ def test_cli_bad_values(capsys, flag, value, name):
     with pytest.raises(SystemExit) as exc:
         main(["run", "--dataset", "noniid-digits", "--method", "fedhdp", flag, value])
     assert exc.value.code == 2 and name in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------ stored claims
+def test_stored_claims_results_match_the_declared_experiment():
+    """book/data/fedhdp_claims.json (read by the chapter) holds exactly the runs of the 'claims' scale."""
+    import json
+    from pathlib import Path
+
+    from fedtrain.fedhdp.experiments import experiment_configs, load_results
+
+    path = Path(__file__).resolve().parents[1] / "book" / "data" / "fedhdp_claims.json"
+    stored = load_results(path)
+    assert json.loads(path.read_text())["scale"] == "claims"
+    want = experiment_configs("claims", "noniid-digits") + experiment_configs("claims", "noniid-digits-skewed")
+    key = lambda d: json.dumps(d, sort_keys=True)  # noqa: E731
+    assert sorted(key(r["config"]) for r in stored) == sorted(key(c.to_dict()) for c in want)
+    for r in stored:
+        assert "client-level" in r["privacy"]["adjacency"]

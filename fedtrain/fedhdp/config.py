@@ -17,7 +17,7 @@ effective noise multiplier 1.5, 500 rounds, δ = 1e-4) except ``local_epochs`` (
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from fedtrain.params import param, validate_fields
 
@@ -76,7 +76,6 @@ class FedHDPConfig:
     accountant: str = param("rdp", kind="choice", choices=("rdp", "pld", "prv"), help="privacy accountant")
     eval_every: int = param(0, kind="int", low=0, help="evaluate the global model every this many rounds (0: end)")
     seed: int = param(0, kind="int", low=0, help="training seed (client sampling, batches, noise, init)")
-    options: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         validate_fields(self)
@@ -93,4 +92,4 @@ class FedHDPConfig:
     def to_dict(self) -> dict:
         from fedtrain.encoding import encode
 
-        return {k: encode(getattr(self, k)) for k in self.__dataclass_fields__ if k != "options"}
+        return {k: encode(getattr(self, k)) for k in self.__dataclass_fields__}
