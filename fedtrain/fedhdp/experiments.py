@@ -132,7 +132,7 @@ def save_results(rows: Sequence[dict], path: str | Path, *, scale: str, command:
 
     slim = [{k: v for k, v in r.items() if k not in ("curve", "curve_rounds")} for r in rows]
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write_text(Path(path), json.dumps({"scale": scale, "command": command, "runs": slim}, indent=1))
+    _atomic_write_text(Path(path), json.dumps({"scale": scale, "command": command, "runs": slim}))
 
 
 @dataclass(frozen=True)
