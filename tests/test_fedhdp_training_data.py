@@ -87,3 +87,13 @@ def test_fedhdp_trains_on_femnist_files(tmp_path):
     res = train(FedHDPConfig(dataset="femnist", method="fedhdp", ratio=0.1, rounds=2, sample_rate=0.5, hidden=4,
                              count_noise_per_client=0.5), data)
     assert 0 <= res.metrics["acc_g"] <= 100 and res.data["real"]
+
+
+def test_fedhdp_trains_on_femnist_standin():
+    from fedtrain.fedhdp import FedHDPConfig, train
+
+    opts = dict(num_clients=40, mean_samples=10, test_per_client=4, nonprivate_fraction=0.1)
+    res = train(FedHDPConfig(dataset="femnist-standin", dataset_options=opts, method="fedhdp", ratio=0.1, rounds=3,
+                             sample_rate=0.5, hidden=8, count_noise_per_client=0.2))
+    assert res.privacy["groups"]["nonprivate"]["clients"] == 4 and res.privacy["groups"]["private"]["clients"] == 36
+    assert 0 <= res.metrics["acc_g"] <= 100 and not res.data["real"]
