@@ -284,3 +284,13 @@ def test_stored_claims_results_match_the_declared_experiment():
     assert sorted(key(r["config"]) for r in stored) == sorted(key(c.to_dict()) for c in want)
     for r in stored:
         assert "client-level" in r["privacy"]["adjacency"]
+
+
+def test_r0_collapses_on_skewed_opt_outs():
+    """Claim 4 in seconds: with r = 0 the skewed data's global model knows only the opted-out clients' class."""
+    from fedtrain.fedhdp.experiments import experiment_configs, run_experiment
+
+    rows = run_experiment(experiment_configs("chapter", "noniid-digits-skewed", seeds=(0,), ratios=(0.0,),
+                                             methods=("fedhdp",)))
+    m = rows[0]["metrics"]
+    assert m["acc_g"] < 15 and m["acc_g_np"] == 100.0 and m["acc_l_p"] == m["acc_g_p"]
