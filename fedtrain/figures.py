@@ -1,4 +1,4 @@
-"""Plots of the empirical chapters (MR-MTL paper, Figs. 2-5) and of theory meeting training.
+"""Plots of the empirical chapters (MR-MTL paper, Figs. 2-5, Fig. A1's example images) and of theory meeting training.
 
 Every plot function takes :class:`~fedtrain.engine.RunResult` objects (as returned by
 :func:`fedtrain.sweep.run_sweep`) or arrays, and returns a matplotlib :class:`~matplotlib.figure.Figure`.

@@ -162,23 +162,31 @@ def cifar10_hetero_standin(
     classes_per_silo: int = PAPER_CLASSES_PER_SILO,
     samples_per_class: int = 5000,
     test_samples_per_class: int = 1000,
-    noise: float = 0.25,
-    max_shift: int = 3,
+    signal: float = 0.3,
+    nuisance: float = 1.0,
+    noise: float = 0.3,
+    max_shift: int = 2,
     seed: int = 0,
     split_seed: int | None = None,
 ) -> FederatedData:
     """Synthetic stand-in with heterogeneous CIFAR-10's structure (32x32x3, 10 classes, 30 silos x 5 classes).
 
-    Each class has a smooth random colour prototype (blurred white noise per channel, scaled to [0, 1]); an
-    image is its prototype shifted circularly by up to ``max_shift`` pixels in each direction, plus Gaussian
-    pixel noise of standard deviation ``noise``, clipped to [0, 1] (a small ConvNet learns it; shifts make the
-    task translation-variant as for natural images).  CIFAR-10's sizes by default (5,000 train and 1,000 test
-    images per class: about 740 MB as float32; lower ``samples_per_class`` for CPU runs).  ``seed`` draws the
-    images, ``split_seed`` (default ``seed``) the partition.  ``real=False``.
+    Each class has a smooth random colour pattern ``P_c`` (blurred white noise per channel, centred); a bank of 64
+    smooth class-independent background fields ``F`` plays the part of natural-image clutter.  An image of class
+    ``c`` is ``0.5 + signal * shift(P_c) + nuisance * (a F_i + b F_j) + noise * eps``, clipped to [0, 1], with a
+    random circular shift of up to ``max_shift`` pixels per direction, two random fields with weights
+    ``a, b ~ N(0, 1)`` and pixel noise ``eps ~ N(0, 1)``.  With the defaults the paper's ConvNet, trained without
+    noise on 200 images per class (SGD, 15 epochs), reached 0.72 test accuracy (10 classes; 0.84 with
+    ``signal=0.4``), so the classes are learnable but not trivially (measured while choosing the defaults).
+    CIFAR-10's sizes by default (5,000 train and 1,000 test images per class: about 740 MB as float32; lower
+    ``samples_per_class`` for CPU runs).  ``seed`` draws the images, ``split_seed`` (default ``seed``) the
+    partition.  ``real=False``.
     """
     _check_structure(num_silos, classes_per_silo, 10)
     n_tr = int(check_integer_at_least("samples_per_class", samples_per_class, 1))
     n_te = int(check_integer_at_least("test_samples_per_class", test_samples_per_class, 1))
+    signal = float(check_nonnegative("signal", signal))
+    nuisance = float(check_nonnegative("nuisance", nuisance))
     noise = float(check_nonnegative("noise", noise))
     max_shift = int(check_integer_at_least("max_shift", max_shift, 0))
     seed = int(check_integer_at_least("seed", seed, 0))
@@ -186,23 +194,34 @@ def cifar10_hetero_standin(
     from fedtrain.data.rotated_masked import _smooth_prototypes
 
     rng = np.random.default_rng([seed, 32452843])
-    protos = _smooth_prototypes(rng, 10, 3, 32, sigma=2.5)
+    patterns = _smooth_prototypes(rng, 10, 3, 32, sigma=2.5) - np.float32(0.5)
+    fields = _smooth_prototypes(rng, 64, 3, 32, sigma=4.0) - np.float32(0.5)
 
     def draw(per_class: int) -> tuple[np.ndarray, np.ndarray]:
         labels = np.repeat(np.arange(10, dtype=np.int64), per_class)
         images = np.empty((labels.size, 3, 32, 32), dtype=np.float32)
         shifts = rng.integers(-max_shift, max_shift + 1, size=(labels.size, 2))
-        for i, (c, (dy, dx)) in enumerate(zip(labels, shifts)):
-            images[i] = np.roll(protos[c], (int(dy), int(dx)), axis=(1, 2))
-        images += noise * rng.standard_normal(images.shape, dtype=np.float32)
-        np.clip(images, 0.0, 1.0, out=images)
+        which = rng.integers(0, fields.shape[0], size=(labels.size, 2))
+        weights = (nuisance * rng.standard_normal((labels.size, 2))).astype(np.float32)
+        for start in range(0, labels.size, 4096):  # chunks keep the temporary arrays small
+            sl = slice(start, min(start + 4096, labels.size))
+            for i in range(sl.start, sl.stop):
+                images[i] = np.roll(patterns[labels[i]], (int(shifts[i, 0]), int(shifts[i, 1])), axis=(1, 2))
+            chunk = images[sl]
+            chunk *= np.float32(signal)
+            chunk += np.float32(0.5)
+            chunk += weights[sl, 0, None, None, None] * fields[which[sl, 0]]
+            chunk += weights[sl, 1, None, None, None] * fields[which[sl, 1]]
+            chunk += np.float32(noise) * rng.standard_normal(chunk.shape, dtype=np.float32)
+            np.clip(chunk, 0.0, 1.0, out=chunk)
         return images, labels
 
     tr_x, tr_y = draw(n_tr)
     te_x, te_y = draw(n_te)
     return make_class_heterogeneous(tr_x, tr_y, te_x, te_y, name="cifar10-hetero-standin", real=False,
                                     num_silos=num_silos, classes_per_silo=classes_per_silo, seed=split_seed,
-                                    info={"generator": "shifted smooth colour prototypes + Gaussian pixel noise",
-                                          "noise": noise, "max_shift": max_shift, "population_seed": seed,
-                                          "split_seed": split_seed, "samples_per_class": n_tr,
-                                          "test_samples_per_class": n_te})
+                                    info={"generator": "shifted smooth class patterns + random background fields "
+                                                       "+ Gaussian pixel noise",
+                                          "signal": signal, "nuisance": nuisance, "noise": noise,
+                                          "max_shift": max_shift, "population_seed": seed, "split_seed": split_seed,
+                                          "samples_per_class": n_tr, "test_samples_per_class": n_te})
