@@ -37,7 +37,11 @@ from fedtrain.fedhdp.accounting import (CLIENT_ADJACENCY, UNACCOUNTED, effective
                                         update_noise_multiplier)
 from fedtrain.fedhdp.config import METHOD_LABELS, FedHDPConfig
 
-__all__ = ["PrivacyGroup", "FedHDPResult", "privacy_groups", "server_aggregate", "clip_updates", "train",
+#: Default bound on clients × parameters per vectorized local-training call (see :func:`train`'s ``client_chunk``;
+#: measured in ``benchmarks/bench_fedhdp_clients.py``).
+CLIENT_CHUNK_ENTRIES = 1 << 20
+
+__all__ = ["CLIENT_CHUNK_ENTRIES", "PrivacyGroup", "FedHDPResult", "privacy_groups", "server_aggregate", "clip_updates", "train",
            "FCNet", "LinearNet", "local_update"]
 
 
@@ -295,9 +299,11 @@ def train(config: FedHDPConfig, data: FederatedData | None = None, *, keep_model
           progress: bool = False, client_chunk: int | None = None) -> FedHDPResult:
     """Run ``config`` (module docstring) on ``data`` (default: ``load_dataset(config.dataset, **options)``).
 
-    ``client_chunk``: clients trained per vectorized call (``None``: all of the round's clients at once;
-    ``1``: a per-client loop, the benchmark's reference).  It changes the order of the random draws
-    for the batches, not their distribution.
+    ``client_chunk``: clients trained per vectorized call (``None``: as many as keep
+    :data:`CLIENT_CHUNK_ENTRIES` parameters per call — every client of a round for the 8×8 digits' network,
+    ~26 for MNIST's, where one call over all clients is memory-bound; ``1``: a per-client loop, the
+    benchmark's reference).  The random draws come in the same order either way, so the numbers do not
+    change.
 
     Every check (groups, noise settings, dataset fit) happens before the first round; ValueErrors name
     the argument.  Seeded: the same config and data give the same numbers on the same machine.
@@ -383,7 +389,7 @@ def train(config: FedHDPConfig, data: FederatedData | None = None, *, keep_model
             lam_k = lam_all[idx]
             lr_p = (1.0 / (1.0 + lam_k)) if config.personal_step == "lemma4" else torch.full(
                 (idx.size,), config.lr_personal * decay)
-            step_k = idx.size if client_chunk is None else int(client_chunk)
+            step_k = max(1, CLIENT_CHUNK_ENTRIES // D) if client_chunk is None else int(client_chunk)
             parts = []
             for a in range(0, idx.size, step_k):
                 sl, ii = slice(a, a + step_k), idx[a:a + step_k]
