@@ -97,3 +97,8 @@ def test_fedhdp_trains_on_femnist_standin():
                              sample_rate=0.5, hidden=8, count_noise_per_client=0.2))
     assert res.privacy["groups"]["nonprivate"]["clients"] == 4 and res.privacy["groups"]["private"]["clients"] == 36
     assert 0 <= res.metrics["acc_g"] <= 100 and not res.data["real"]
+
+
+def test_noniid_mnist_without_files_names_the_alternative(tmp_path):
+    with pytest.raises(DatasetNotFoundError, match="noniid-digits"):
+        load_dataset("noniid-mnist", data_dir=tmp_path)
