@@ -317,6 +317,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         configs = configs_from_args(args)
         if args.command == "sweep" and args.dry_run:
+            from fedtrain.engine import validate
+            from fedtrain.sweep import load_config_data
+
+            loaded: dict[str, Any] = {}
+            for c in configs:  # validate against the data too (model, δ rule, cluster count), train nothing
+                key = json.dumps([c.dataset, encode(dict(c.dataset_options))], sort_keys=True)
+                if key not in loaded:
+                    loaded[key] = load_config_data(c, args.data_dir)
+                validate(c, loaded[key])
             print(json.dumps({"runs": len(configs)}) if args.json else f"{len(configs)} runs, all valid", file=out)
             return 0
         store = ResultsStore(args.results) if args.results else None
