@@ -114,7 +114,7 @@ def modules_left_imported(env) -> list[str]:
             "    try:\n        runpy.run_module('fedtrain', run_name='__main__')\n"
             "    except SystemExit:\n        pass\n"
             "print(','.join(m for m in %r if m in sys.modules))") % (CLI_ARGS, HEAVY)
-    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=env["PYTHONPATH"], capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])
     line = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
@@ -129,7 +129,8 @@ def env_for(root: str, cache: str) -> dict:
 def cli_once(env) -> tuple[float, float, dict]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "fedtrain", *CLI_ARGS], env=env, cwd=REPO, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "fedtrain", *CLI_ARGS], env=env, cwd=env["PYTHONPATH"], capture_output=True,
+                         text=True)  # cwd: `-m` puts it first on sys.path
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
