@@ -310,10 +310,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = sys.stdout
     if args.command == "datasets":
-        from fedtrain.data.registry import DATASETS, REAL_DATASETS
+        from fedtrain.data.registry import DATASET_DESCRIPTIONS, DATASETS, REAL_DATASETS
 
         for name in DATASETS:
-            print(f"{name}\t{'real (needs the .mat file)' if name in REAL_DATASETS else 'synthetic'}", file=out)
+            fallback = "real (needs its data file)" if name in REAL_DATASETS else "synthetic"
+            print(f"{name}\t{DATASET_DESCRIPTIONS.get(name, fallback)}", file=out)
         return 0
     if args.command in _COMMANDS:
         return int(_COMMANDS[args.command][2](args))

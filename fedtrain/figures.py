@@ -1,4 +1,4 @@
-"""Plots of the empirical chapters (MR-MTL paper, Figs. 2-5) and of theory meeting training.
+"""Plots of the empirical chapters (MR-MTL paper, Figs. 2-5, Fig. A1's example images) and of theory meeting training.
 
 Every plot function takes :class:`~fedtrain.engine.RunResult` objects (as returned by
 :func:`fedtrain.sweep.run_sweep`) or arrays, and returns a matplotlib :class:`~matplotlib.figure.Figure`.
@@ -31,6 +31,7 @@ from fedtrain.analysis import (  # noqa: F401  (re-exported for older imports)
 from fedtrain.methods.registry import method_spec
 
 if TYPE_CHECKING:  # pragma: no cover
+    from fedtrain.data.base import FederatedData
     from fedtrain.engine import RunResult
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "plot_lambda_sweep",
     "plot_theory_vs_training",
     "plot_theory_meets_training",
+    "plot_rotated_masked_examples",
 ]
 
 def method_color(method: str) -> str:
@@ -351,3 +353,62 @@ def plot_theory_meets_training(trained: Mapping[float, Mapping[str, Any]], *, nu
                ncol=2, fontsize=9, frameon=False)
     fig.tight_layout(rect=(0, 0, 1, 1 - 1.0 / fig.get_figheight()))
     return fig, summary
+
+
+def plot_rotated_masked_examples(data: "FederatedData", *, silos: Sequence[int] | None = None, per_silo: int = 2,
+                                 show_mask: bool = False, title: str | None = None):
+    """Fig. A1 (MR-MTL paper, App. C.1): example images of rotated & masked silos, one column per silo.
+
+    ``data`` is a rotated & masked dataset (:mod:`fedtrain.data.rotated_masked`; its ``info`` holds the rotation
+    groups and masks).  Each column shows ``per_silo`` training images of one silo, which share the silo's
+    mask and rotation; the column title gives the silo, its rotation and its share of masked pixels, each image
+    its label.  ``silos`` defaults to 6 silos spread over the index range (so every rotation group shows);
+    ``show_mask`` adds a bottom row with the silo's mask (white = masked).
+    """
+    import matplotlib.pyplot as plt
+
+    info = data.info or {}
+    if data.input_shape is None or "rotation_degrees" not in info or "masks" not in info:
+        raise ValueError("data must be a rotated & masked image dataset (input_shape set, info with "
+                         "'rotation_degrees' and 'masks'; see fedtrain.data.rotated_masked)")
+    k_all = data.num_silos
+    if silos is None:
+        silos = sorted({int(round(v)) for v in np.linspace(0, k_all - 1, min(6, k_all))})
+    silos = [int(s) for s in silos]
+    if not silos or any(s < 0 or s >= k_all for s in silos):
+        raise ValueError(f"silos must be a non-empty list of silo indices in 0..{k_all - 1} (got {silos})")
+    if isinstance(per_silo, bool) or not isinstance(per_silo, (int, np.integer)) or per_silo < 1:
+        raise ValueError(f"per_silo must be an integer >= 1 (got {per_silo!r})")
+    c, h, w = data.input_shape
+    rows = int(per_silo) + int(bool(show_mask))
+    fig, axes = plt.subplots(rows, len(silos), figsize=(1.55 * len(silos) + 0.6, 1.7 * rows + 0.9), squeeze=False)
+    for j, k in enumerate(silos):
+        images = data.train_x[k].reshape(-1, c, h, w)
+        mask = np.asarray(info["masks"][k])
+        for i in range(rows):
+            ax = axes[i, j]
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if i < per_silo:
+                if i >= images.shape[0]:
+                    ax.axis("off")
+                    continue
+                img = images[i]
+                ax.imshow(img[0] if c == 1 else np.transpose(img, (1, 2, 0)), cmap="gray" if c == 1 else None,
+                          vmin=0.0, vmax=1.0, interpolation="nearest")
+                ax.set_xlabel(f"label {int(data.train_y[k][i])}", fontsize=8, labelpad=2)
+            else:
+                ax.imshow(mask, cmap="gray", vmin=0, vmax=1, interpolation="nearest")
+                ax.set_xlabel("silo mask", fontsize=8, labelpad=2)
+            if j == 0:
+                ax.set_ylabel("mask" if i >= per_silo else f"image {i + 1}", fontsize=8)
+        axes[0, j].set_title(f"silo {k}\n{info['rotation_degrees'][k]}° rotation\n{mask.mean():.0%} masked",
+                             fontsize=8)
+    kind = "real data" if data.real else "synthetic stand-in"
+    ratio = info.get("mask_ratio")
+    patch = info.get("patch_size", 2)
+    fig.suptitle(title or f"Rotated & masked silos (Fig. A1): {data.name} ({kind}), {h}×{w} images,\n"
+                 f"{patch}×{patch} white patches, mask ratio {ratio:g} (patch probability); "
+                 "images in a column share the silo's mask", fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -1,4 +1,4 @@
-"""Cross-silo datasets: real loaders (School, Vehicle, GLEAM) and synthetic stand-ins.
+"""Cross-silo datasets: real loaders (School, Vehicle, GLEAM, MNIST, CIFAR-10, digits) and synthetic stand-ins.
 
 Use :func:`load_dataset` (``fedtrain.data.registry``) with one of :data:`DATASETS`.
 """
@@ -9,8 +9,17 @@ from fedtrain.data.files import (
     DatasetNotFoundError,
     default_data_dirs,
 )
+from fedtrain.data.cifar_hetero import cifar10_hetero, cifar10_hetero_standin
 from fedtrain.data.gaussian import gaussian_linear_regression, gaussian_mean_estimation
+from fedtrain.data.images import (
+    ImageArrays,
+    federated_from_images,
+    load_cifar10,
+    load_digits_images,
+    load_mnist,
+)
 from fedtrain.data.registry import DATASETS, REAL_DATASETS, load_dataset
+from fedtrain.data.rotated_masked import rotated_masked_digits, rotated_masked_mnist, rotated_masked_standin
 from fedtrain.data.school import load_school
 from fedtrain.data.sensors import load_gleam, load_vehicle
 from fedtrain.data.standins import STANDIN_PRESETS, load_standin, make_hierarchical_linear
@@ -32,4 +41,14 @@ __all__ = [
     "STANDIN_PRESETS",
     "gaussian_mean_estimation",
     "gaussian_linear_regression",
+    "ImageArrays",
+    "load_mnist",
+    "load_cifar10",
+    "load_digits_images",
+    "federated_from_images",
+    "rotated_masked_mnist",
+    "rotated_masked_digits",
+    "rotated_masked_standin",
+    "cifar10_hetero",
+    "cifar10_hetero_standin",
 ]

@@ -13,6 +13,19 @@ Names (``DATASETS``):
 ``gaussian-linreg`` the theory's linear-regression model (``FᵀF = n I``)
 =================== ===================================================================
 
+Image datasets (App. C.1; :mod:`fedtrain.data.rotated_masked`, :mod:`fedtrain.data.cifar_hetero`):
+
+========================== ==============================================================
+``rotated-masked-mnist``   real MNIST files, 40 silos x (1,500 + 250), 4 rotation groups
+``rotated-masked-digits``  real, scikit-learn's bundled digits (offline), 20 silos, 4 groups
+``rotated-masked-standin`` synthetic stand-in with rotated & masked MNIST's structure
+``cifar10-hetero``         real CIFAR-10 files, 30 silos holding 5 of the 10 classes each
+``cifar10-hetero-standin`` synthetic 32x32x3 stand-in with the same structure
+========================== ==============================================================
+
+:data:`DATASET_DESCRIPTIONS` says for each name whether it is real or a stand-in and which files it reads
+(``fedtrain datasets`` prints it).
+
 Options are passed through to the loader (e.g. ``seed``, ``test_fraction``, ``tau``).
 
 Split seeds (:data:`SPLIT_SEED_OPTIONS`): the loader option that seeds the per-silo train/test split,
@@ -29,13 +42,17 @@ from typing import Callable
 from fedtrain.data.base import FederatedData
 from fedtrain.data.files import DatasetNotFoundError
 from fedtrain.data.gaussian import gaussian_linear_regression, gaussian_mean_estimation
+from fedtrain.data.cifar_hetero import cifar10_hetero, cifar10_hetero_standin
+from fedtrain.data.rotated_masked import rotated_masked_digits, rotated_masked_mnist, rotated_masked_standin
 from fedtrain.data.school import load_school
 from fedtrain.data.sensors import load_gleam, load_vehicle
 from fedtrain.data.standins import load_standin
 
-__all__ = ["DATASETS", "REAL_DATASETS", "SPLIT_SEED_OPTIONS", "load_dataset", "split_seed_option"]
+__all__ = ["DATASETS", "REAL_DATASETS", "DATASET_DESCRIPTIONS", "SPLIT_SEED_OPTIONS", "load_dataset",
+           "split_seed_option"]
 
-REAL_DATASETS = ("school", "vehicle", "gleam")
+#: The datasets read from files (they take ``data_dir``; a missing file names an alternative).
+REAL_DATASETS = ("school", "vehicle", "gleam", "rotated-masked-mnist", "cifar10-hetero")
 _LOADERS: dict[str, Callable[..., FederatedData]] = {
     "school": load_school,
     "vehicle": load_vehicle,
@@ -45,6 +62,11 @@ _LOADERS: dict[str, Callable[..., FederatedData]] = {
     "gleam-standin": lambda **kw: load_standin("gleam", **kw),
     "gaussian": gaussian_mean_estimation,
     "gaussian-linreg": gaussian_linear_regression,
+    "rotated-masked-mnist": rotated_masked_mnist,
+    "rotated-masked-digits": rotated_masked_digits,
+    "rotated-masked-standin": rotated_masked_standin,
+    "cifar10-hetero": cifar10_hetero,
+    "cifar10-hetero-standin": cifar10_hetero_standin,
 }
 DATASETS: tuple[str, ...] = tuple(_LOADERS)
 #: dataset name -> the loader option holding its split seed (see the module docstring)
@@ -52,7 +74,30 @@ SPLIT_SEED_OPTIONS: dict[str, str] = {
     "school": "seed", "vehicle": "seed", "gleam": "seed",
     "school-standin": "split_seed", "vehicle-standin": "split_seed", "gleam-standin": "split_seed",
     "gaussian": "seed", "gaussian-linreg": "seed",
+    "rotated-masked-mnist": "seed", "rotated-masked-digits": "seed", "rotated-masked-standin": "split_seed",
+    "cifar10-hetero": "seed", "cifar10-hetero-standin": "split_seed",
 }
+_FOLDERS = "in --data-dir, else $FEDBOOK_DATA_DIR, <repo>/data or ../shared/data"
+#: dataset name -> one line: real or stand-in, and which files it reads from where (``fedtrain datasets``).
+DATASET_DESCRIPTIONS: dict[str, str] = {
+    "school": f"real; reads school.mat {_FOLDERS} (or a school/ subfolder)",
+    "vehicle": f"real; reads vehicle.mat {_FOLDERS} (or a vehicle/ subfolder)",
+    "gleam": f"real; reads gleam.mat {_FOLDERS} (or a gleam/ subfolder)",
+    "school-standin": "synthetic stand-in with School's structure",
+    "vehicle-standin": "synthetic stand-in with Vehicle's structure",
+    "gleam-standin": "synthetic stand-in with GLEAM's structure",
+    "gaussian": "synthetic: the theory's Gaussian mean-estimation model",
+    "gaussian-linreg": "synthetic: the theory's Gaussian linear-regression model",
+    "rotated-masked-mnist": ("real; reads MNIST (train-/t10k-images-idx3-ubyte.gz and -labels-idx1-ubyte.gz, or "
+                             f"mnist.npz) {_FOLDERS} (or a mnist/ subfolder)"),
+    "rotated-masked-digits": "real; scikit-learn's bundled 8x8 digits (no file needed), resized to 28x28",
+    "rotated-masked-standin": "synthetic stand-in with rotated & masked MNIST's structure",
+    "cifar10-hetero": ("real; reads CIFAR-10 (cifar-10-batches-py/ or cifar-10-python.tar.gz) "
+                       f"{_FOLDERS} (or a cifar10/ subfolder)"),
+    "cifar10-hetero-standin": "synthetic 32x32x3 stand-in with heterogeneous CIFAR-10's structure",
+}
+#: file-backed dataset -> the datasets to use without its files (named in the not-found message)
+_ALTERNATIVES = {"rotated-masked-mnist": ("rotated-masked-digits", "rotated-masked-standin")}
 
 
 def split_seed_option(name: str) -> str:
@@ -76,9 +121,11 @@ def load_dataset(name: str, *, data_dir: str | os.PathLike | None = None, **opti
         try:
             return loader(data_dir=data_dir, **options)
         except DatasetNotFoundError as exc:
-            if f"{name}-standin" in str(exc):
+            alternatives = _ALTERNATIVES.get(name, (f"{name}-standin",))
+            if all(a in str(exc) for a in alternatives):
                 raise
-            raise DatasetNotFoundError(f"{exc}\nThe synthetic stand-in '{name}-standin' has the same structure.") from exc
+            raise DatasetNotFoundError(f"{exc}\nWithout the files, use {' or '.join(map(repr, alternatives))} "
+                                       "(same structure).") from exc
         except TypeError as exc:
             raise ValueError(f"bad option for dataset {name!r}: {exc}") from exc
     try:
