@@ -144,7 +144,12 @@ class RayExecutor(Executor):
         ray = self._import()
         if not ray.is_initialized():
             if self.address is not None:
-                ray.init(address=self.address, log_to_driver=False)
+                try:
+                    ray.init(address=self.address, log_to_driver=False)
+                except ConnectionError as exc:
+                    raise ValueError(f"address: could not connect to a Ray cluster at {self.address!r} ({exc}); "
+                                     "check it with `ray status` on the head node; a cluster with token "
+                                     "authentication needs its token (RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH)") from exc
             else:
                 ray.init(num_cpus=self.num_cpus or os.cpu_count() or 1, include_dashboard=False,
                          log_to_driver=False, configure_logging=False)
