@@ -208,8 +208,9 @@ def run_sweep(
     ex = get_executor(executor, **dict(executor_options or {})) if batches else None
     failures: list[tuple[Batch, str]] = []
     stored = 0
+    outcomes = ex.run(batches, runner) if ex is not None else iter(())
     try:
-        for i, results in (ex.run(batches, runner) if ex is not None else ()):
+        for i, results in outcomes:
             chunk = batches[i].configs
             if isinstance(results, BaseException):
                 failures.append((batches[i], f"{type(results).__name__}: {results}"))
@@ -227,6 +228,8 @@ def run_sweep(
             if bar is not None:
                 bar.update(len(chunk))
     finally:
+        if hasattr(outcomes, "close"):
+            outcomes.close()  # an executor's clean-up (Ray: cancel the tasks still running) on Ctrl-C or an error
         if bar is not None:
             bar.close()
         if ex is not None and owned:
