@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import Callable, TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.engine import RunResult
 
 __all__ = [
+    "warm_start_label",
+    "best_by_setting",
     "lower_is_better",
     "method_label",
     "group_rows",
@@ -50,6 +52,39 @@ def method_label(config: "RunConfig | Mapping[str, Any]") -> str:
     if not isinstance(config, RunConfig):
         config = RunConfig(**{"dataset": "-", **dict(config)})
     return config.spec.label_for(config.options)
+
+
+def warm_start_label(config: "RunConfig") -> str:
+    """Fig. 6 legend names: the registry label, except that IFCA-preconditioned MR-MTL (Algorithm A2) is
+    named by what runs after the warm start: ``"IFCA (5% sel.) → Local"`` for λ = 0 (each silo trains alone
+    from its cluster's model) and ``"IFCA (5% sel.) → MR-MTL"`` for λ > 0."""
+    if config.method != "ifca-mrmtl":
+        return method_label(config)
+    base = method_label(config.replace(method="ifca", lam=0.0))
+    return f"{base} → {'Local' if config.lam == 0 else 'MR-MTL'}"
+
+
+def best_by_setting(rows: Iterable["RunResult"], setting: Callable[["RunConfig"], Any], *,
+                    label: Callable[["RunConfig"], str] = method_label) -> dict[tuple, dict[str, Any]]:
+    """For each ``(label(config), setting(config))``: the (λ, η) with the best mean over seeds (as
+    :func:`best_lambda_table`, which is this with ``setting = ε``).  E.g. Fig. 6's table is
+    ``best_by_setting(rows, lambda c: (c.eps, c.dataset_options["mask_ratio"]), label=warm_start_label)``."""
+    rows = list(rows)
+    if not rows:
+        return {}
+    lower = lower_is_better(rows[0].metric)
+    by: "OrderedDict[tuple, list]" = OrderedDict()
+    for r in rows:
+        by.setdefault((label(r.config), setting(r.config)), []).append(r)
+    best: dict[tuple, dict[str, Any]] = {}
+    for (lab, key), rs in by.items():
+        for (lam, lr), grp in group_rows(rs, ("lam", "lr")).items():
+            mean, std, n, div = seed_stats(grp)
+            cur = best.get((lab, key))
+            if cur is None or _better(mean, cur["mean"], lower):
+                best[(lab, key)] = dict(label=lab, method=grp[0].config.method, setting=key, lam=float(lam),
+                                        lr=float(lr), mean=mean, std=std, n=n, diverged=div)
+    return best
 
 
 def group_rows(rows: Iterable["RunResult"], by: Sequence[str]) -> "OrderedDict[tuple, list]":

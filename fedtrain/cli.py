@@ -8,6 +8,7 @@ Examples::
     fedtrain run --dataset school-standin --method ifca --num-clusters 2 --select-eps-frac 0.05 --eps 6
     fedtrain run --dataset school --method local --eps inf --repeats 5 --json
     fedtrain sweep --dataset school --method mrmtl --eps 1,6 --lam 0.1,1 --seeds 0,1 --executor ray --num-cpus 2
+    fedtrain run --dataset noniid-digits --method fedhdp --ratio 0.05 --lam-private 0.005 --lam-nonprivate 0.005 --json
 
 Every field of :class:`~fedtrain.config.RunConfig` and every method option of the method registry
 has a flag, generated with its valid range and default from the field's declaration
@@ -300,8 +301,13 @@ def _join_negative_values(argv: list[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fedtrain`` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    from fedtrain.fedhdp.cli import run_main, wants_client_level
+
+    if wants_client_level(argv):  # client-level methods (FedHDP family): their own trainer and flags
+        return run_main(_join_negative_values(argv[1:]))
     parser = build_parser()
-    argv = _join_negative_values(list(sys.argv[1:] if argv is None else argv))
+    argv = _join_negative_values(argv)
     bare = _bare_seed_count(argv)
     if bare is not None:
         parser.error(f"--seeds {bare} is a list of one seed, not a count: write --seed {bare} to run that one seed, "
@@ -327,6 +333,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         configs = configs_from_args(args)
         if args.command == "sweep" and args.dry_run:
+            from fedtrain.engine import validate
+            from fedtrain.sweep import load_config_data
+
+            loaded: dict[str, Any] = {}
+            for c in configs:  # validate against the data too (model, δ rule, cluster count), train nothing
+                key = json.dumps([c.dataset, encode(dict(c.dataset_options))], sort_keys=True)
+                if key not in loaded:
+                    loaded[key] = load_config_data(c, args.data_dir)
+                validate(c, loaded[key])
             print(json.dumps({"runs": len(configs)}) if args.json else f"{len(configs)} runs, all valid", file=out)
             return 0
         store = ResultsStore(args.results) if args.results else None
@@ -369,3 +384,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 from fedtrain.advise import register as _register_advise  # noqa: E402
 
 _register_advise()
+
+# ``fedtrain fedhdp-claims`` (fedtrain.fedhdp.cli)
+from fedtrain.fedhdp.cli import register as _register_fedhdp  # noqa: E402
+
+_register_fedhdp()

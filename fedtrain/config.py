@@ -72,7 +72,8 @@ ENGINE_VERSION = 5
 from fedtheory.privacy.accountants import ACCOUNTANTS  # noqa: E402  (the one registry of accountants)
 #: Server aggregation: weights n_k / Σn (the released code) or 1/K.
 AGGREGATIONS = ("weighted", "uniform")
-MODELS = ("linear", "mlp")
+#: Models (:func:`fedtrain.models.build_model`): the paper's convex learners, a small MLP, the paper's ConvNet.
+MODELS = ("linear", "mlp", "convnet")
 DEVICES = ("cpu", "cuda")
 
 
@@ -147,7 +148,9 @@ class RunConfig:
     aggregation: str = param("weighted", kind="choice", choices=AGGREGATIONS,
                              help="server aggregation weights: n_k/sum(n) or 1/K")
     model: str = param("linear", kind="choice", choices=MODELS,
-                       help="model: 'linear' (closed-form gradients) or 'mlp' (one tanh hidden layer of 32, torch.func)")
+                       default_note="the dataset's: 'convnet' for the image datasets (paper App. C.1), else 'linear'",
+                       help="model: 'linear' (closed-form gradients), 'mlp' (one tanh hidden layer of 32, torch.func) "
+                            "or 'convnet' (the paper's ConvNet, image data only)")
     eval_every: int = param(0, kind="int", low=0, help="record the test metric every that many rounds (0 = final only)")
     dataset_options: Mapping[str, Any] = param(default_factory=dict, kind="mapping",
                                                help="the dataset loader's options")
@@ -171,6 +174,13 @@ class RunConfig:
             value = kwargs.pop(name, default)
             object.__setattr__(self, name, {} if value is None and name == "dataset_options" else value)
         validate_fields(self)
+        from fedtrain.data.registry import CLIENT_DATASETS
+
+        if self.dataset in CLIENT_DATASETS:
+            raise ValueError(f"dataset {self.dataset!r} is one of FedHDP's client-level datasets "
+                             f"{list(CLIENT_DATASETS)}: train it with the client-level methods "
+                             "(`fedtrain run --method fedhdp|hdp-fedavg|dp-fedavg|nonprivate`, fedtrain.fedhdp), "
+                             "not the cross-silo engine (sample-level DP per silo)")
         spec = method_spec(self.method)
         opts: dict[str, Any] = {}
         if isinstance(options, MethodOptions):

@@ -158,7 +158,8 @@ def resolve_budgets(config: RunConfig, data: FederatedData) -> tuple[np.ndarray,
 def validate(config: RunConfig, data: FederatedData) -> None:
     """Check, without training, that ``config`` can run on ``data``; raise ``ValueError`` naming the problem.
 
-    Checks the device (``cuda`` needs CUDA), the task, at least 2 training records per silo, IFCA's
+    Checks the device (``cuda`` needs CUDA), the task, the model (``convnet`` needs image data with
+    an ``input_shape`` and a multiclass task), at least 2 training records per silo, IFCA's
     ``num_clusters <= K`` and RDP accountant, and the privacy budgets (:func:`resolve_budgets`: per-silo
     ``eps``/``delta`` lengths, δ_k < n_k^{-1.1}).  :func:`run_many` and :func:`fedtrain.sweep.run_sweep`
     call it on every configuration before anything trains.
@@ -175,6 +176,12 @@ def _check_compatible(config: RunConfig, data: FederatedData) -> None:
         raise ValueError(f"data.task must be 'regression', 'binary' or 'multiclass' (got {data.task!r})")
     if data.task == "multiclass" and not data.num_classes:
         raise ValueError("multiclass data need num_classes")
+    if config.model == "convnet" and data.input_shape is None:
+        raise ValueError(f"model='convnet' needs image data with an input_shape (C, H, W); dataset "
+                         f"{data.name!r} is tabular (d={data.dim}): use model='linear' or 'mlp'")
+    if config.model == "convnet" and data.task != "multiclass":
+        raise ValueError(f"model='convnet' is the paper's image classifier: it needs a multiclass task "
+                         f"(dataset {data.name!r} has task {data.task!r})")
     if (data.train_sizes < 2).any():
         raise ValueError(f"every silo needs at least 2 training records (got min {data.train_sizes.min()})")
     check = getattr(config.spec.cls, "check_config", None)  # the method's own checks (registry)
@@ -214,7 +221,7 @@ class Trainer:
         self.loss = loss_for_task(data.task)
         out = data.num_classes if data.task == "multiclass" else 1
         self.model = build_model(cfg.model, data.dim, out, dtype=self.dtype, device=self.device,
-                                 **(model_options or {}))
+                                 input_shape=data.input_shape, **(model_options or {}))
         self.D = self.model.num_params
         self.n = data.train_sizes
         self.m = ledger.steps_per_epoch(self.n, cfg.batch_size)

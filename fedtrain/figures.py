@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.engine import RunResult
 
 __all__ = [
+    "plot_mask_ratio_sweep",
     "method_color",
     "metric_label",
     "data_label",
@@ -412,3 +413,45 @@ def plot_rotated_masked_examples(data: "FederatedData", *, silos: Sequence[int] 
                  "images in a column share the silo's mask", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def plot_mask_ratio_sweep(rows: Sequence["RunResult"], eps: float, *, note: str = "", ax=None):
+    """Fig. 6 (MR-MTL paper): test accuracy (mean ± std over seeds) against the silos' mask ratio at one privacy
+    level ``eps``, for Local, FedAvg, IFCA, MR-MTL and the IFCA-warm-started variants (each at its best (λ, η),
+    :func:`fedtrain.analysis.best_by_setting` with :func:`fedtrain.analysis.warm_start_label`).
+
+    ``rows``: runs of a rotated & masked dataset whose ``dataset_options`` hold ``mask_ratio``.  Warm-started
+    variants are dashed, in their base method's colour.  The title names the data (real or stand-in), the
+    settings and ``note``.
+    """
+    import matplotlib.pyplot as plt
+
+    from fedtrain.analysis import best_by_setting, warm_start_label
+
+    rows = [r for r in rows if r.config.eps == eps]
+    if not rows:
+        raise ValueError(f"eps must be a privacy level of rows (got {eps!r})")
+    table = best_by_setting(rows, lambda c: float(c.dataset_options["mask_ratio"]), label=warm_start_label)
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(8.6, 4.4))
+    labels = list(OrderedDict.fromkeys(t["label"] for t in table.values()))
+    for j, lab in enumerate(labels):
+        ts = sorted((t for t in table.values() if t["label"] == lab), key=lambda t: t["setting"])
+        x = np.array([t["setting"] for t in ts]) + 0.006 * (j - (len(labels) - 1) / 2)
+        warm = "→" in lab
+        color = method_color("mrmtl" if lab.endswith("MR-MTL") else "local") if warm else method_color(ts[0]["method"])
+        ax.errorbar(x, [t["mean"] for t in ts], yerr=[t["std"] for t in ts], marker="o", ms=4, capsize=3,
+                    color=color, ls="--" if warm else "-", label=lab)
+    ratios = sorted({t["setting"] for t in table.values()})
+    ax.set_xticks(ratios)
+    ax.set_xlabel("mask ratio (probability that a 2×2 patch of a silo's mask is white)")
+    ax.set_ylabel(metric_label(rows[0].metric))
+    ax.set_title(f"{data_label(rows)}, {_eps_text(eps)}\n{_settings(rows)}; λ, η tuned per point; "
+                 f"mean ± std over seeds{note}", fontsize=10)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.grid(alpha=0.3)
+    if fig is not None:
+        fig.tight_layout()
+        return fig
+    return ax.figure

@@ -27,23 +27,33 @@ two paths behind one method, :meth:`FunctionalModel.clipped_grad_sum`:
   up to float32 rounding, while ordinary examples keep the fast path bit for bit (in School training
   no example needed the explicit route, see ``benchmarks/bench_engine.py``).
 
+* **blockwise** (:class:`ConvNetModel`, the paper's ConvNet for the image datasets, App. C.1): the
+  per-example gradients of each parameter block come from one forward, one backward to the
+  pre-activations and im2col patches (as Opacus' grad samplers compute them), vectorized over every
+  configuration and silo; the squared norms are summed over the blocks and each block's clipped sum
+  is one ``einsum`` (the flat ``(…, b, D)`` tensor is never formed).
+
 Clip factor ``min(1, c / (‖v_i‖ + 1e-6))`` as in Opacus.  Models: :class:`LinearModel` (the paper's
-convex tasks, App. C) and :class:`MLPModel` (one tanh hidden layer, exercising the generic path end
-to end).  :func:`build_model` maps :data:`fedtrain.config.MODELS` names to models.  Losses live in
+convex tasks, App. C), :class:`MLPModel` (one tanh hidden layer, exercising the generic path end
+to end) and :class:`ConvNetModel`.  On the CPU ``silo_chunk`` defaults to :data:`DEFAULT_SILO_CHUNK`
+(measured); on CUDA the memory bound is :data:`CUDA_MAX_ENTRIES`.  :func:`build_model` maps :data:`fedtrain.config.MODELS` names to models.  Losses live in
 :mod:`fedtrain.losses` (re-exported here).
 """
 from __future__ import annotations
 
+import collections
 import math
 from typing import Mapping
 
 import torch
+import torch.nn.functional as F
 from torch.func import grad, vmap
 
 from fedtrain.losses import HingeLoss, LogisticLoss, Loss, SquaredLoss, loss_for_task
 
 __all__ = ["Loss", "SquaredLoss", "HingeLoss", "LogisticLoss", "loss_for_task", "FunctionalModel",
-           "LinearModel", "MLPModel", "build_model", "MLP_HIDDEN"]
+           "LinearModel", "MLPModel", "ConvNetModel", "build_model", "MLP_HIDDEN", "CONVNET_CHANNELS",
+           "convnet_module", "DEFAULT_SILO_CHUNK", "CUDA_MAX_ENTRIES"]
 
 #: Relative error of ``‖v‖²`` below which the linear model's expanded-form norm is trusted (see module doc).
 EXPANDED_NORM_REL_TOL = 1e-4
@@ -51,6 +61,8 @@ EXPANDED_NORM_REL_TOL = 1e-4
 MLP_HIDDEN = 32
 #: Default bound on the number of per-example gradient entries the generic path holds at once (64 MiB float32).
 GENERIC_MAX_ENTRIES = 1 << 24
+#: The same bound on a CUDA device (1 GiB float32): a GPU wants all silos of a step in one batch.
+CUDA_MAX_ENTRIES = 1 << 28
 
 
 class FunctionalModel:
@@ -153,11 +165,16 @@ class FunctionalModel:
         g = vmap(g, in_dims=(0, 0, 0))  # streams
         return g(theta, x, y)
 
+    @property
+    def max_entries(self) -> int:
+        """Per-example gradient entries held at once when ``silo_chunk`` is None (CPU: 64 MiB, CUDA: 1 GiB)."""
+        return CUDA_MAX_ENTRIES if self.device.type == "cuda" else GENERIC_MAX_ENTRIES
+
     def _chunk(self, U: int, c: int, b: int, K: int) -> int:
         if self.silo_chunk is not None:
             return self.silo_chunk
         per_silo = max(1, U * c * b * self.num_params)
-        return max(1, min(K, GENERIC_MAX_ENTRIES // per_silo))
+        return max(1, min(K, self.max_entries // per_silo))
 
     def clipped_grad_sum(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, valid: torch.Tensor,
                          loss: Loss, clip: torch.Tensor, prox: torch.Tensor | None = None
@@ -351,18 +368,263 @@ class MLPModel(FunctionalModel):
         return torch.matmul(h, params["w2"]) + params["b2"].unsqueeze(-2)
 
 
+#: Output channels of the ConvNet's two 3×3 convolutions (App. C.1: 32 then 64).
+CONVNET_CHANNELS = (32, 64)
+#: Smallest side the ConvNet takes without padding (two VALID 3×3 convolutions, each followed by a 2×2 pool).
+CONVNET_MIN_VALID = 10
+
+
+class ConvNetModel(FunctionalModel):
+    """The MR-MTL paper's ConvNet (App. C.1, Het. CIFAR-10 and Rotated & Masked MNIST; notes §4.1).
+
+    ``Conv3×3(C→32) → ReLU → MaxPool2×2/2 → Conv3×3(32→64) → ReLU → MaxPool2×2/2 → Linear(→o)``,
+    ``padding="valid"`` (the paper's "VALID"): 28×28×1 → 26 → 13 → 11 → 5, so 64·5·5 = 1600 features
+    (``D = 34 826`` for 10 classes); 32×32×3 → 30 → 15 → 13 → 6, 2304 features (``D = 42 442``).  Inputs
+    smaller than :data:`CONVNET_MIN_VALID` on a side (the 8×8 scikit-learn digits) would vanish after the
+    second pool, so for them ``padding="same"`` (zero padding 1) is the default: 8×8 → 8 → 4 → 4 → 2
+    (256 features); pass ``padding`` to choose.  The input arrives flattened channel-major with the
+    engine's bias column appended (``x̃ = [x, 1]``, ``p = C·H·W + 1``); the bias column is dropped.
+
+    Parameters (flat order): ``conv1.weight (32,C,3,3)``, ``conv1.bias (32,)``, ``conv2.weight (64,32,3,3)``,
+    ``conv2.bias (64,)``, ``fc.weight (o,F)``, ``fc.bias (o,)``: the names and shapes of
+    :func:`convnet_module`'s ``nn.Module``, so a flat vector maps one-to-one onto its ``state_dict``.
+    Initialization: PyTorch's default for ``Conv2d``/``Linear`` (Kaiming-uniform weights with
+    ``a = √5``, i.e. U(±1/√fan_in), and biases U(±1/√fan_in)), always random (all silos share the
+    draw; IFCA's centres each draw their own).  Per-example gradients take the generic
+    ``torch.func`` path; :meth:`forward` maps the pure single-model :meth:`apply` over stacked
+    parameters with ``vmap`` (batched convolutions become grouped ones), in chunks of at most
+    ``GENERIC_MAX_ENTRIES`` input entries.
+    """
+
+    random_init = True
+
+    def __init__(self, input_shape: tuple[int, int, int], out_dim: int, dtype: torch.dtype = torch.float32,
+                 device: str | torch.device = "cpu", *, padding: str | None = None, silo_chunk: int | None = None):
+        super().__init__(dtype, device, silo_chunk)
+        shape = tuple(input_shape) if input_shape is not None else ()
+        if len(shape) != 3 or not all(isinstance(v, (int,)) or hasattr(v, "__index__") for v in shape) \
+                or min(int(v) for v in shape) < 1:
+            raise ValueError(f"input_shape must be (C, H, W) with positive integers (got {input_shape!r})")
+        C, H, W = (int(v) for v in shape)
+        if padding is None:
+            padding = "valid" if min(H, W) >= CONVNET_MIN_VALID else "same"
+        if padding not in ("valid", "same"):
+            raise ValueError(f"padding must be 'valid' or 'same' (got {padding!r})")
+        pad = 0 if padding == "valid" else 1
+        h, w = H, W
+        for _ in range(2):
+            h, w = (h + 2 * pad - 2) // 2, (w + 2 * pad - 2) // 2
+        if h < 1 or w < 1:
+            raise ValueError(f"input_shape {shape} is too small for the ConvNet with padding={padding!r} "
+                             f"(each side must be >= {CONVNET_MIN_VALID} for 'valid', >= 4 for 'same')")
+        self.input_shape = (C, H, W)
+        self.padding, self.pad = padding, pad
+        self.in_dim = C * H * W + 1
+        self.out_dim = int(out_dim)
+        c1, c2 = CONVNET_CHANNELS
+        self.features = c2 * h * w
+        self.shapes = {"conv1.weight": (c1, C, 3, 3), "conv1.bias": (c1,), "conv2.weight": (c2, c1, 3, 3),
+                       "conv2.bias": (c2,), "fc.weight": (self.out_dim, self.features), "fc.bias": (self.out_dim,)}
+
+    def init(self, lead, generator=None, *, random=True):
+        lead = tuple(lead)
+        parts = {}
+        fan = {"conv1": self.input_shape[0] * 9, "conv2": CONVNET_CHANNELS[0] * 9, "fc": self.features}
+        for name, shape in self.shapes.items():
+            bound = 1.0 / math.sqrt(fan[name.split(".")[0]])
+            u = torch.rand(lead + shape, generator=generator, dtype=self.dtype, device=self.device)
+            parts[name] = (2.0 * u - 1.0) * bound
+        return self.flatten(parts)
+
+    def apply(self, params, x):
+        """Single parameter set (exact shapes), ``x (..., p)`` → ``(..., o)``."""
+        lead = x.shape[:-1]
+        img = x[..., : self.in_dim - 1].reshape(-1, *self.input_shape)
+        h = F.max_pool2d(F.relu(F.conv2d(img, params["conv1.weight"], params["conv1.bias"], padding=self.pad)), 2)
+        h = F.max_pool2d(F.relu(F.conv2d(h, params["conv2.weight"], params["conv2.bias"], padding=self.pad)), 2)
+        f = F.linear(h.flatten(1), params["fc.weight"], params["fc.bias"])
+        return f.reshape(*lead, self.out_dim)
+
+    # -- the batched path: G models at once, convolutions as unfold + batched matmul -------------------------
+    def _layers(self, P: dict[str, torch.Tensor], x: torch.Tensor, keep: bool = False):
+        """Forward of ``G`` models on their own batches: params ``{name: (G, *shape)}``, ``x (G, b, p)``.
+
+        Each convolution is ``unfold`` (im2col) and a batched matmul, so the patches ``A`` and the
+        pre-activations ``Z`` of every layer are at hand for the per-example weight gradients
+        ``∂ℓ_i/∂W = Σ_l (∂ℓ_i/∂Z_{i,l}) A_{i,l}ᵀ`` (the computation Opacus' conv grad sampler does, here
+        for all models at once).  Returns the output ``(G, b, o)`` and, with ``keep``, the list of
+        ``(A, Z)`` per layer.
+        """
+        G, b = x.shape[0], x.shape[1]
+        h = x[..., : self.in_dim - 1].reshape(G * b, *self.input_shape)
+        saved = []
+        for layer in ("conv1", "conv2"):
+            w = P[layer + ".weight"]
+            oc = w.shape[1]
+            hs, ws = h.shape[-2] + 2 * self.pad - 2, h.shape[-1] + 2 * self.pad - 2
+            A = F.unfold(h, 3, padding=self.pad).reshape(G, b, -1, hs * ws)  # (G,b,C·9,L)
+            Z = torch.matmul(w.reshape(G, 1, oc, -1), A).add_(P[layer + ".bias"][:, None, :, None])  # (G,b,oc,L)
+            saved.append((A, Z))
+            # ReLU after the pool: max and ReLU commute (both monotone), so the values and gradients are
+            # those of ReLU → MaxPool, at a quarter of the ReLU's cost
+            h = F.relu(F.max_pool2d(Z.reshape(G * b, oc, hs, ws), 2))
+        A = h.reshape(G, b, -1)  # (G,b,F)
+        Z = torch.matmul(A, P["fc.weight"].transpose(-1, -2)) + P["fc.bias"][:, None, :]  # (G,b,o)
+        saved.append((A, Z))
+        return Z, (saved if keep else None)
+
+    def _grad_parts(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, loss: Loss) -> dict[str, torch.Tensor]:
+        """Per-example gradients by parameter: ``{name: (G, b, *shape-flattened)}`` for ``G = U·c·K`` models.
+
+        Computed like Opacus' grad samplers, vectorized over all models: one forward (:meth:`_layers`), one
+        backward of the summed loss to the pre-activations (examples are independent, so
+        ``∂(Σ_j ℓ_j)/∂Z_i = ∂ℓ_i/∂Z_i``), then a batched matmul with the saved patches.
+        """
+        U, c, K, D = theta.shape
+        b, p = x.shape[2], x.shape[3]
+        G = U * c * K
+        xs = x[:, None].expand(U, c, K, b, p).reshape(G, b, p)
+        ys = y[:, None].expand(U, c, K, b).reshape(G, b)
+        with torch.enable_grad():
+            P = {k: v.detach() for k, v in self.unflatten(theta.reshape(G, D)).items()}
+            for v in P.values():
+                v.requires_grad_(True)
+            out, saved = self._layers(P, xs.detach(), keep=True)
+            total = loss.value(out, ys).sum()
+            grads = torch.autograd.grad(total, [Z for _, Z in saved])
+        parts = {}
+        for (A, _), gZ, layer in zip(saved, grads, ("conv1", "conv2", "fc")):
+            A = A.detach()
+            if layer == "fc":
+                parts[layer + ".weight"] = gZ[..., :, None] * A[..., None, :]  # (G,b,o,F)
+                parts[layer + ".bias"] = gZ
+            else:
+                parts[layer + ".weight"] = torch.matmul(gZ, A.transpose(-1, -2))  # (G,b,oc,C·9)
+                parts[layer + ".bias"] = gZ.sum(-1)
+        return {name: parts[name].reshape(G, b, -1) for name in self.shapes}
+
+    def per_example_grads(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, loss: Loss) -> torch.Tensor:
+        """Per-example gradients ``(U, c, K, b, D)`` (the arguments of :meth:`FunctionalModel.per_example_grads`),
+        from :meth:`_grad_parts`.  Equal to ``vmap(grad(...))`` (the generic path,
+        :meth:`per_example_grads_func`) and to Opacus' ``grad_sample`` up to float32 rounding
+        (tests/test_fedtrain_convnet.py)."""
+        U, c, K, D = theta.shape
+        parts = self._grad_parts(theta, x, y, loss)
+        return torch.cat(list(parts.values()), -1).reshape(U, c, K, x.shape[2], D)
+
+    def clipped_grad_sum(self, theta, x, y, valid, loss: Loss, clip, prox=None):
+        """:meth:`FunctionalModel.clipped_grad_sum` (same arguments and returns) without forming the flat
+        ``(…, b, D)`` tensor: the squared norm of ``v_i = G_i [+ P]`` is summed over the parameter blocks of
+        :meth:`_grad_parts`, and each block's clipped sum is one ``einsum``; invalid examples get factor 0.
+        Silos in chunks as the generic path (``silo_chunk``)."""
+        S, K, D = theta.shape
+        U, b = x.shape[0], x.shape[2]
+        c = S // U
+        th = theta.reshape(U, c, K, D)
+        pb = None if prox is None else prox.reshape(U, c, K, D)
+        clip_u = clip.reshape(U, c, K)
+        chunk = self._chunk(U, c, b, K)
+        totals, norms = [], []
+        for k0 in range(0, K, chunk):
+            sl = slice(k0, k0 + chunk)
+            k = th[:, :, sl].shape[2]
+            parts = self._grad_parts(th[:, :, sl], x[:, sl], y[:, sl], loss)  # {name: (U·c·k, b, n)}
+            pp = None if pb is None else self.unflatten(pb[:, :, sl].reshape(U * c * k, D))
+            sq = 0.0
+            for name in parts:
+                if pp is not None:
+                    parts[name] = parts[name] + pp[name].reshape(U * c * k, 1, -1)
+                sq = sq + parts[name].pow(2).sum(-1)
+            ok = valid[:, None, sl].expand(U, c, k, b).reshape(U * c * k, b).to(theta.dtype)
+            nrm = sq.sqrt() * ok  # (U·c·k, b); 0 for invalid examples
+            factor = (clip_u[:, :, sl].reshape(-1, 1) / (nrm + 1e-6)).clamp(max=1.0) * ok
+            total = torch.cat([torch.einsum("gb,gbn->gn", factor, parts[name]) for name in parts], -1)
+            totals.append(total.reshape(U, c, k, D))
+            norms.append(nrm.reshape(U, c, k, b))
+        return torch.cat(totals, 2).reshape(S, K, D), torch.cat(norms, 2).reshape(S, K, -1)
+
+    def per_example_grads_func(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, loss: Loss) -> torch.Tensor:
+        """The generic ``torch.func.vmap(grad(...))`` per-example gradients (slower on CPU; for checks)."""
+        return FunctionalModel.per_example_grads(self, theta, x, y, loss)
+
+    def forward(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """``theta (..., D)``, ``x (..., b, p)`` (leading dimensions broadcast) → ``(..., b, o)``.
+
+        Runs :meth:`_layers` on chunks of the broadcast leading dimensions (at most
+        ``GENERIC_MAX_ENTRIES`` input entries, and ``silo_chunk`` models, per chunk)."""
+        lead = torch.broadcast_shapes(theta.shape[:-1], x.shape[:-2])
+        b, p = x.shape[-2:]
+        L = math.prod(lead)
+        th = theta.expand(*lead, theta.shape[-1])
+        xe = x.expand(*lead, b, p)
+        step = max(1, self.max_entries // max(1, b * p * 8))
+        if self.silo_chunk is not None:
+            step = min(step, self.silo_chunk)
+        outs = []
+        for s in range(0, L, step):
+            if lead:
+                idx = torch.unravel_index(torch.arange(s, min(L, s + step), device=x.device), lead)
+                t, xi = th[idx], xe[idx]
+            else:
+                t, xi = th[None], xe[None]
+            outs.append(self._layers(self.unflatten(t), xi)[0])
+        return torch.cat(outs, 0).reshape(*lead, b, self.out_dim)
+
+
+def convnet_module(input_shape: tuple[int, int, int], out_dim: int, padding: str | None = None) -> torch.nn.Module:
+    """The ``nn.Module`` equal to :class:`ConvNetModel` (same parameter names, shapes and function).
+
+    It takes images ``(N, C, H, W)`` (no bias column); load a flat vector with
+    ``module.load_state_dict(model.unflatten(theta))``.  Used by the Opacus reference
+    (:mod:`fedtrain.reference`) and the tests comparing per-example gradients with Opacus'.
+    """
+    spec = ConvNetModel(input_shape, out_dim, padding=padding)
+    c1, c2 = CONVNET_CHANNELS
+    C = spec.input_shape[0]
+    return torch.nn.Sequential(collections.OrderedDict([
+        ("conv1", torch.nn.Conv2d(C, c1, 3, padding=spec.pad)), ("relu1", torch.nn.ReLU()),
+        ("pool1", torch.nn.MaxPool2d(2)),
+        ("conv2", torch.nn.Conv2d(c1, c2, 3, padding=spec.pad)), ("relu2", torch.nn.ReLU()),
+        ("pool2", torch.nn.MaxPool2d(2)), ("flat", torch.nn.Flatten()),
+        ("fc", torch.nn.Linear(spec.features, spec.out_dim))]))
+
+
+#: Default ``silo_chunk`` per model on CPU (``None``: as many silos as fit ``GENERIC_MAX_ENTRIES``), the
+#: fastest in ``benchmarks/bench_convnet.py --chunks`` (one clipped-gradient step, 40 silos × 100 examples,
+#: one thread, 2-core machine shared with other jobs, 2026-11-23; ms per step for silo_chunk 1 / 4 / 10 / None):
+#: linear 1.7 / 1.6 / 1.7 / 1.6 (closed form: chunking unused), mlp (d = 100) 119 / 74 / 131 / 217,
+#: convnet (28×28) 4228 / 5505 / 3850 / 4138 (compute-bound, differences within the machine's noise).
+#: On CUDA no chunk is set (all silos vectorized up to the memory bound).
+DEFAULT_SILO_CHUNK: dict[str, int | None] = {"linear": None, "mlp": 4, "convnet": None}
+
+
 def build_model(name: str, in_dim: int, out_dim: int, *, dtype: torch.dtype = torch.float32,
-                device: str | torch.device = "cpu", **options) -> FunctionalModel:
+                device: str | torch.device = "cpu", input_shape: tuple[int, int, int] | None = None,
+                **options) -> FunctionalModel:
     """The model a config's ``model`` field names (:data:`fedtrain.config.MODELS`).
 
     ``in_dim`` is the feature count ``d`` (the bias column is added here), ``out_dim`` the output
-    width.  ``options`` are execution options that do not change the numbers beyond float32
-    rounding: ``silo_chunk`` (both models) and ``closed_form`` (``linear`` only).
+    width, ``input_shape`` the data's ``(C, H, W)`` (image data; ``convnet`` needs it and raises
+    ``ValueError`` naming ``model`` on tabular data).  ``options`` are execution options that do not
+    change the numbers beyond float32 rounding: ``silo_chunk`` (every model; default
+    :data:`DEFAULT_SILO_CHUNK` on CPU) and ``closed_form`` (``linear`` only); ``padding`` for
+    ``convnet`` (see :class:`ConvNetModel`).
     """
+    if name not in ("linear", "mlp", "convnet"):
+        raise ValueError(f"model must be one of 'linear', 'mlp', 'convnet' (got {name!r})")
+    if "closed_form" in options and name != "linear":
+        raise ValueError(f"closed_form applies to the 'linear' model only (the {name!r} model has no closed form)")
+    if "padding" in options and name != "convnet":
+        raise ValueError(f"padding applies to the 'convnet' model only (got model={name!r})")
+    if "silo_chunk" not in options and torch.device(device).type == "cpu":
+        options["silo_chunk"] = DEFAULT_SILO_CHUNK[name]
     if name == "linear":
         return LinearModel(in_dim, out_dim, dtype, device, **options)
     if name == "mlp":
-        if "closed_form" in options:
-            raise ValueError("closed_form applies to the 'linear' model only (the 'mlp' model has no closed form)")
         return MLPModel(in_dim, out_dim, dtype, device, **options)
-    raise ValueError(f"model must be one of 'linear', 'mlp' (got {name!r})")
+    if input_shape is None:
+        raise ValueError("model='convnet' needs image data (a dataset with input_shape (C, H, W)); "
+                         "this dataset is tabular: use model='linear' or 'mlp'")
+    if math.prod(input_shape) != in_dim:
+        raise ValueError(f"input_shape {tuple(input_shape)} does not match the feature count {in_dim}")
+    return ConvNetModel(input_shape, out_dim, dtype, device, **options)

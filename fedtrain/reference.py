@@ -13,12 +13,19 @@ Per silo ``k``: ``nn.Linear(d, o)`` (zero init), ``torch.optim.SGD(lr)``, and
 steps=m_k)`` (Poisson sampling).  Opacus derives ``expected_batch_size`` from ``len(loader)``, so it is
 set to ``q_k n_k`` explicitly, the engine's normalization.
 
+Models: the config's ``model``.  ``linear`` as above; ``convnet``: :func:`fedtrain.models.convnet_module`
+(the ``nn.Module`` equal to :class:`~fedtrain.models.ConvNetModel`), initialized from
+:meth:`ConvNetModel.init <fedtrain.models.ConvNetModel.init>` with the reference's own generator (the same
+distribution as the engine's initialization, a different draw), softmax cross-entropy loss and accuracy
+(multiclass data with an ``input_shape``).  ``mlp`` is not supported here.
+
 Methods: ``local``, ``fedavg``, ``mrmtl``.  MR-MTL's proximal term:
 
 * ``prox_mode="post-noise"``: ``λ(w − w̄)`` is added to ``p.grad`` after Opacus privatized it (a
   parameter-only term added to the loss would be silently dropped by Opacus, issue 249);
 * ``prox_mode="clip-together"``: a custom Opacus grad sampler (``register_grad_sampler``) adds
-  ``λ(w − w̄)`` to every example's gradient, so Opacus clips it with the example.
+  ``λ(w − w̄)`` to every example's gradient, so Opacus clips it with the example (``linear`` only:
+  for the ConvNet the reference supports ``post-noise`` and raises ``ValueError`` otherwise).
 """
 from __future__ import annotations
 
@@ -103,11 +110,13 @@ def opacus_noise_multipliers(eps: np.ndarray, delta: np.ndarray, n: np.ndarray, 
     return out
 
 
-def _collate_with_empty(d: int):
+def _collate_with_empty(d: int, shape: tuple[int, ...] | None = None):
+    shape = (d,) if shape is None else tuple(shape)
+
     def collate(batch):
         if len(batch) == 0:  # Poisson sampling may draw an empty batch
-            return torch.zeros((0, d)), torch.zeros((0,))
-        return torch.stack([b[0] for b in batch]), torch.stack([b[1] for b in batch])
+            return torch.zeros((0, *shape)), torch.zeros((0,))
+        return torch.stack([b[0] for b in batch]).reshape(-1, *shape), torch.stack([b[1] for b in batch])
 
     return collate
 
@@ -117,6 +126,9 @@ def _mean(v: torch.Tensor) -> torch.Tensor:
 
 
 def _losses(task: str):
+    if task == "multiclass":
+        return (lambda f, y: torch.nn.functional.cross_entropy(f, y.long(), reduction="sum") / max(len(y), 1),
+                lambda f, y: (f.argmax(-1) == y.long()).float())
     if task == "regression":
         return lambda f, y: _mean(0.5 * (f[:, 0] - y) ** 2), lambda f, y: (f[:, 0] - y) ** 2
     if task == "binary":
@@ -144,6 +156,15 @@ def reference_run(config: RunConfig, data: FederatedData, *, noise_multipliers: 
 
     if config.method not in SUPPORTED_METHODS:
         raise ValueError(f"method must be one of {SUPPORTED_METHODS} for the reference (got {config.method!r})")
+    if config.model not in ("linear", "convnet"):
+        raise ValueError(f"model must be 'linear' or 'convnet' for the reference (got {config.model!r})")
+    convnet = config.model == "convnet"
+    if convnet:
+        if data.input_shape is None or data.task != "multiclass":
+            raise ValueError("model='convnet' needs multiclass image data with an input_shape (C, H, W)")
+        if config.method == "mrmtl" and config.lam > 0 and config.prox_mode != "post-noise" and config.private:
+            raise ValueError("the reference runs the ConvNet's MR-MTL with prox_mode='post-noise' only "
+                             f"(got {config.prox_mode!r})")
     t0 = time.perf_counter()
     torch.manual_seed(config.seed)
     gen = torch.Generator().manual_seed(config.seed)
@@ -159,16 +180,26 @@ def reference_run(config: RunConfig, data: FederatedData, *, noise_multipliers: 
     train_loss, metric = _losses(data.task)
 
     silos = []
+    if convnet:
+        from fedtrain.models import ConvNetModel, convnet_module
+
+        spec = ConvNetModel(data.input_shape, int(data.num_classes))
+        init = spec.init((), gen)  # one draw shared by all silos, as in the engine
     for k in range(K):
-        model = ProxLinear(d, 1)
-        nn.init.zeros_(model.weight)
-        nn.init.zeros_(model.bias)
+        if convnet:
+            model = convnet_module(data.input_shape, int(data.num_classes), padding=spec.padding)
+            model.load_state_dict(spec.unflatten(init))
+            model.lam, model.center = 0.0, None
+        else:
+            model = ProxLinear(d, 1)
+            nn.init.zeros_(model.weight)
+            nn.init.zeros_(model.bias)
         opt = torch.optim.SGD(model.parameters(), lr=config.lr)
         ds = TensorDataset(torch.as_tensor(data.train_x[k], dtype=torch.float32),
                            torch.as_tensor(data.train_y[k], dtype=torch.float32))
         loader = DataLoader(ds, batch_sampler=UniformWithReplacementSampler(
             num_samples=int(n[k]), sample_rate=float(q[k]), steps=int(m[k]), generator=gen),
-            collate_fn=_collate_with_empty(d))
+            collate_fn=_collate_with_empty(d, data.input_shape if convnet else None))
         private = math.isfinite(eps[k])
         if private:
             engine = PrivacyEngine(accountant=config.accountant)
@@ -185,16 +216,31 @@ def reference_run(config: RunConfig, data: FederatedData, *, noise_multipliers: 
 
     def get_flat(model):
         c = core(model)
+        if convnet:
+            return spec.flatten({k: v.detach() for k, v in c.state_dict().items()}).clone()
         return torch.cat([c.weight.detach().ravel(), c.bias.detach().ravel()]).clone()
 
     def set_flat(model, v):
         c = core(model)
         with torch.no_grad():
+            if convnet:
+                for name, val in spec.unflatten(v).items():
+                    c.get_parameter(name).copy_(val)
+                return
             c.weight.copy_(v[:d].view(1, d))
             c.bias.copy_(v[d:])
 
+    def add_prox(c):  # p.grad += λ(p − p̄) for every parameter (after privatization, or non-private)
+        if convnet:
+            centre = spec.unflatten(c.center)
+            for name, prm in c.named_parameters():
+                prm.grad += lam * (prm - centre[name])
+        else:
+            c.weight.grad += lam * (c.weight - c.center_w)
+            c.bias.grad += lam * (c.bias - c.center_b)
+
     wts = n / n.sum() if config.aggregation == "weighted" else np.full(K, 1.0 / K)
-    wbar = torch.zeros(d + 1)
+    wbar = get_flat(silos[0]["model"]) if convnet else torch.zeros(d + 1)
     steps = np.zeros(K, dtype=np.int64)
     lam = config.lam if config.method == "mrmtl" else 0.0
     for _t in range(config.rounds):
@@ -207,7 +253,10 @@ def reference_run(config: RunConfig, data: FederatedData, *, noise_multipliers: 
             c = core(model)
             post_noise = lam > 0 and (config.prox_mode == "post-noise" or not s["private"])
             c.lam = lam if (lam > 0 and not post_noise) else 0.0
-            c.center_w, c.center_b = wbar[:d].view(1, d).clone(), wbar[d:].clone()
+            if convnet:
+                c.center = wbar.clone()
+            else:
+                c.center_w, c.center_b = wbar[:d].view(1, d).clone(), wbar[d:].clone()
             for _e in range(config.local_epochs):
                 for xb, yb in s["loader"]:
                     opt.zero_grad()
@@ -221,8 +270,7 @@ def reference_run(config: RunConfig, data: FederatedData, *, noise_multipliers: 
                             # privatize the data gradient, then add λ(w − w̄) (free post-processing)
                             opt.pre_step()
                             with torch.no_grad():
-                                c.weight.grad += lam * (c.weight - c.center_w)
-                                c.bias.grad += lam * (c.bias - c.center_b)
+                                add_prox(c)
                             opt.original_optimizer.step()
                         else:
                             opt.step()
@@ -232,8 +280,7 @@ def reference_run(config: RunConfig, data: FederatedData, *, noise_multipliers: 
                             for p in c.parameters():
                                 p.grad *= len(xb) / min(B, n[k])
                             if lam > 0:
-                                c.weight.grad += lam * (c.weight - c.center_w)
-                                c.bias.grad += lam * (c.bias - c.center_b)
+                                add_prox(c)
                         opt.step()
                     steps[k] += 1
             deltas.append(get_flat(model) - start)
@@ -247,7 +294,13 @@ def reference_run(config: RunConfig, data: FederatedData, *, noise_multipliers: 
         c = core(s["model"])
         w = wbar if config.method == "fedavg" else get_flat(s["model"])
         x = torch.as_tensor(data.test_x[k], dtype=torch.float32)
-        f = (x @ w[:d] + w[d:])[:, None]
+        if convnet:
+            probe = convnet_module(data.input_shape, int(data.num_classes), padding=spec.padding)
+            probe.load_state_dict(spec.unflatten(w))
+            with torch.no_grad():
+                f = probe(x.reshape(-1, *data.input_shape))
+        else:
+            f = (x @ w[:d] + w[d:])[:, None]
         silo_metrics[k] = float(metric(f, torch.as_tensor(data.test_y[k], dtype=torch.float32)).mean())
     nt = data.test_sizes
     eps_spent = np.full(K, math.inf)

@@ -10,7 +10,7 @@ import numpy as np
 
 from fedtrain.data.base import FederatedData
 
-__all__ = ["tiny_federated", "fake_result", "FlakyRunner"]
+__all__ = ["tiny_federated", "tiny_images", "fake_result", "FlakyRunner"]
 
 
 def tiny_federated(task: str = "regression", *, num_silos: int = 5, dim: int = 4, n_range=(40, 80),
@@ -41,6 +41,35 @@ def tiny_federated(task: str = "regression", *, num_silos: int = 5, dim: int = 4
     info = {"tau": tau, "noise": noise, "clusters": clusters, "seed": seed,
             "cluster_of_silo": [k % max(clusters, 1) for k in range(num_silos)]}
     return FederatedData(name, task, tx, ty, sx, sy, real=False, info=info)
+
+
+def tiny_images(*, num_silos: int = 4, shape: tuple[int, int, int] = (1, 12, 12), num_classes: int = 3,
+                n_range=(20, 40), n_test: int = 20, noise: float = 0.5, seed: int = 0,
+                name: str = "tiny-images") -> FederatedData:
+    """A small synthetic multiclass image :class:`FederatedData` (``input_shape = shape``), for tests and
+    benchmarks of the image models (not a stand-in for any paper dataset).
+
+    Class ``c`` has a fixed random template image (entries N(0, 1)); an example is its class's template plus
+    N(0, ``noise``²) pixel noise; silo ``k`` flips its images horizontally when ``k`` is odd (a little
+    structured heterogeneity).  Labels are uniform over ``0..num_classes-1``; images are stored flattened
+    channel-major (``x.reshape(-1, C, H, W)``)."""
+    if len(shape) != 3 or min(shape) < 1:
+        raise ValueError(f"shape must be (C, H, W) with positive sides (got {shape!r})")
+    if int(num_classes) < 2:
+        raise ValueError(f"num_classes must be >= 2 (got {num_classes!r})")
+    rng = np.random.default_rng(seed)
+    templates = rng.normal(size=(num_classes, *shape))
+    tx, ty, sx, sy = [], [], [], []
+    for k in range(num_silos):
+        n = int(rng.integers(n_range[0], n_range[1] + 1))
+        y = rng.integers(0, num_classes, size=n + n_test)
+        x = templates[y] + noise * rng.normal(size=(n + n_test, *shape))
+        if k % 2:
+            x = x[..., ::-1]
+        x = np.ascontiguousarray(x).reshape(n + n_test, -1)
+        tx.append(x[:n]), ty.append(y[:n].astype(float)), sx.append(x[n:]), sy.append(y[n:].astype(float))
+    return FederatedData(name, "multiclass", tx, ty, sx, sy, real=False, num_classes=int(num_classes),
+                         info={"noise": noise, "seed": seed}, input_shape=tuple(int(v) for v in shape))
 
 
 def fake_result(config, test_metric: float, *, metric: str = "mse", num_silos: int = 2, curve=None, **fields):

@@ -74,6 +74,8 @@ def test_sweep_store_and_resume(tmp_path, capsys):
     (["run", *TINY, "--method", "fedavg", "--num-clusters", "2"], "--num-clusters is an option of ifca, ifca-mrmtl"),
     (["run", *TINY, "--method", "ifca", "--select-eps-frac", "1"], "select_eps_frac must be a finite number in (0, 1)"),
     (["run", *TINY], "--method is required"),
+    (["run", *TINY, "--method", "fedavg", "--model", "convnet"], "model='convnet' needs image data"),
+    (["sweep", *TINY, "--method", "fedavg", "--model", "linear,convnet", "--dry-run"], "model='convnet' needs image data"),
     (["sweep", *TINY, "--method", "mrmtl", "--eps", "1,2", "--delta", "0.5"], "delta must be < n_k"),
     (["run", "--dataset", "vehicle", "--method", "fedavg", "--data-dir", "/nonexistent/x"], "vehicle-standin"),
     (["run", *TINY, "--method", "fedavg", "-D", "bogus=1"], "bad option for dataset 'gaussian'"),
@@ -205,3 +207,15 @@ def test_api_page_lists_every_field_with_its_range():
         assert f"| `{name}` |" in page and f"| {rng} | {default} |" in page, name
     for name, (p, _, _) in option_params().items():
         assert f"| `{name}` |" in page and f"| {p.range_text()} |" in page, name
+
+
+def test_model_defaults_per_dataset():
+    """The image datasets default to the paper's ConvNet (App. C.1), tabular ones to the linear model."""
+    from fedtrain.presets import paper_defaults
+
+    assert paper_defaults("rotated-masked-mnist")["model"] == "convnet"
+    assert paper_defaults("cifar10-hetero-standin")["model"] == "convnet"  # the stand-in gets the real one's
+    assert (paper_defaults("cifar10-hetero")["batch_size"], paper_defaults("cifar10-hetero")["clip"]) == (100, 8.0)
+    assert "model" not in paper_defaults("school")
+    args = build_parser().parse_args(["run", "--dataset", "school-standin", "--method", "fedavg"])
+    assert configs_from_args(args)[0].model == "linear"

@@ -1,0 +1,136 @@
+"""Benchmark: ConvNet DP-SGD on 40 silos of 28×28 images, the engine vs one Opacus ``PrivacyEngine`` per silo.
+
+Issue 13's speed target: examples per second of :func:`fedtrain.engine.run` (all silos vectorized,
+``torch.func`` per-example gradients) against :func:`fedtrain.reference.reference_run` (one Opacus
+``PrivacyEngine``, ``DataLoader`` and ``GradSampleModule`` per silo, a Python loop over silos and steps),
+measured in the same process on the same data, with the same noise multipliers; ratio printed
+(target ≥ 3× on CPU).
+
+Data: :func:`fedtrain.testing.tiny_images` with the structure of Rotated & Masked MNIST (40 silos, 28×28×1,
+10 classes; synthetic: templates plus noise, ``--n`` training images per silo instead of the paper's
+1,500 so that a CPU run takes a minute).  Config: FedAvg, the paper's batch 100 and clip 1 (App. C.4),
+ε = 1, δ = 1e-7, ``--rounds`` rounds.  Examples per second = DP-SGD examples processed (the sum over silos of
+the steps run times the expected batch ``q_k n_k``) / wall seconds of training (calibration excluded:
+both get the engine's z_k).  Each side runs once untimed (warm-up), then ``--repeats`` times; the best
+time is reported.
+
+The silo-chunk study (``--chunks``) times the engine's per-step clipped-gradient sum for several
+``silo_chunk`` values (1 = a loop over silos, None = all silos vectorized up to the memory bound) for the
+three models, which is how :data:`fedtrain.models.DEFAULT_SILO_CHUNK` was chosen.
+
+Usage::
+
+    OMP_NUM_THREADS=1 flock /tmp/fedbook-heavy.lock python benchmarks/bench_convnet.py [--n 200]
+        [--rounds 1] [--repeats 2] [--device cpu|cuda] [--chunks]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import warnings
+
+
+def parse(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--silos", type=int, default=40)
+    p.add_argument("--n", type=int, default=200, help="training images per silo (paper: 1500)")
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--batch", type=int, default=100, help="expected batch size B (paper: 100)")
+    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    p.add_argument("--chunks", action="store_true", help="also time silo_chunk choices for every model")
+    p.add_argument("--no-opacus", action="store_true")
+    return p.parse_args(argv)
+
+
+def examples(result, n, batch):
+    import numpy as np
+
+    from fedtrain import ledger
+
+    return float(np.sum(result.steps * ledger.expected_batch_sizes(n, batch)))
+
+
+def main(argv=None):
+    args = parse(argv)
+    import torch
+
+    from fedtrain.config import RunConfig
+    from fedtrain.engine import run
+    from fedtrain.reference import reference_run
+    from fedtrain.testing import tiny_images
+
+    warnings.simplefilter("ignore")
+    data = tiny_images(num_silos=args.silos, shape=(1, 28, 28), num_classes=10, n_range=(args.n, args.n), n_test=50,
+                       noise=1.0, seed=0, name="mnist-shaped")
+    cfg = RunConfig(dataset="mnist-shaped", method="fedavg", model="convnet", eps=1.0, delta=1e-7, lr=0.05,
+                    rounds=args.rounds, batch_size=args.batch, clip=1.0, device=args.device)
+    out = {"device": args.device, "torch_threads": torch.get_num_threads(), "silos": args.silos, "n": args.n,
+           "rounds": args.rounds, "batch": args.batch, "data": "synthetic, Rotated-&-Masked-MNIST-shaped (tiny_images)"}
+    first = run(cfg, data)  # warm-up and the z_k both sides use
+    z = first.noise_multipliers
+    ex = examples(first, data.train_sizes, cfg.batch_size)
+    best = min(_timed(lambda: run(cfg, data)) for _ in range(args.repeats))
+    out["engine_s"], out["engine_examples_per_s"] = best, ex / best
+    print(f"engine: {best:.2f} s, {ex / best:,.0f} examples/s ({ex:.0f} examples)", flush=True)
+    if not args.no_opacus:
+        ref_cfg = cfg.replace(device="cpu")
+        reference_run(ref_cfg.replace(rounds=1), data, noise_multipliers=z, accountant_check=False)  # warm-up
+        rb = min(_timed(lambda: reference_run(ref_cfg, data, noise_multipliers=z, accountant_check=False))
+                 for _ in range(args.repeats))
+        out["opacus_s"], out["opacus_examples_per_s"] = rb, ex / rb
+        out["ratio"] = rb / best
+        print(f"Opacus per silo: {rb:.2f} s, {ex / rb:,.0f} examples/s", flush=True)
+        print(f"ratio engine/Opacus (examples per second): {rb / best:.2f}x (target >= 3x on CPU)", flush=True)
+    if args.chunks:
+        out["chunks"] = chunk_study(args.device)
+    print(json.dumps(out, indent=1))
+    return out
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def chunk_study(device: str, K: int = 40, b: int = 100, reps: int = 3) -> dict:
+    """Seconds per DP-SGD clipped-gradient step (K silos, b examples each) for silo_chunk choices."""
+    import torch
+
+    from fedtrain.losses import LogisticLoss
+    from fedtrain.models import build_model
+
+    res = {}
+    cases = {"linear": dict(in_dim=100, out_dim=10), "mlp": dict(in_dim=100, out_dim=10),
+             "convnet": dict(in_dim=784, out_dim=10, input_shape=(1, 28, 28))}
+    for name, kw in cases.items():
+        res[name] = {}
+        for chunk in (1, 4, 10, None):
+            m = build_model(name, kw["in_dim"], kw["out_dim"], device=device, silo_chunk=chunk,
+                            **({"input_shape": kw["input_shape"]} if "input_shape" in kw else {}))
+            g = torch.Generator(device=device).manual_seed(0)
+            theta = m.init((1, K), g, random=True) if name != "linear" else m.init((1, K))
+            x = torch.randn(1, K, b, kw["in_dim"] + 1, device=device)
+            y = torch.randint(0, 10, (1, K, b), device=device).float()
+            valid = torch.ones(1, K, b, dtype=torch.bool, device=device)
+            clip = torch.ones(1, K, device=device)
+            m.clipped_grad_sum(theta, x, y, valid, LogisticLoss(), clip)
+            ts = []
+            for _ in range(reps):
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                m.clipped_grad_sum(theta, x, y, valid, LogisticLoss(), clip)
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                ts.append(time.perf_counter() - t0)
+            res[name][str(chunk)] = min(ts)
+            print(f"{name:8s} silo_chunk={str(chunk):4s}: {min(ts) * 1e3:8.1f} ms per step ({K} silos x {b})",
+                  flush=True)
+    return res
+
+
+if __name__ == "__main__":
+    main()
