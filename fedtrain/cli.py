@@ -7,6 +7,7 @@ Examples::
         --lam 0.01,0.1,1 --lr 0.01 --seeds 0,1 --results results/
     fedtrain run --dataset school-standin --method ifca --num-clusters 2 --select-eps-frac 0.05 --eps 6
     fedtrain run --dataset school --method local --eps inf --repeats 5 --json
+    fedtrain sweep --dataset school --method mrmtl --eps 1,6 --lam 0.1,1 --seeds 0,1 --executor ray --num-cpus 2
     fedtrain run --dataset noniid-digits --method fedhdp --ratio 0.05 --lam-private 0.005 --lam-nonprivate 0.005 --json
 
 Every field of :class:`~fedtrain.config.RunConfig` and every method option of the method registry
@@ -30,6 +31,11 @@ trains with seed ``t0 + 1000 r`` (the stride of the paper's code) (``s0``: the `
 gives ``mean``, ``std`` (sample standard deviation, ``ddof`` = 1), ``n`` and each run's value
 (``values``, with ``seeds`` and ``split_seeds``).  Ctrl-C stops a sweep: finished runs stay in ``--results`` and
 re-running the same command resumes.
+
+Sweeps beyond one machine: ``fedtrain sweep --executor ray`` runs each batch of ``--chunk-size`` runs as a
+Ray task, on a local Ray started for the sweep (``--num-cpus``, default all) or on a cluster
+(``--address``); a failing batch is retried ``--retries`` times, then reported after the others are stored
+(exit status 1); this process alone writes ``--results`` (:mod:`fedtrain.executors`).
 
 Other modules may add subcommands with :func:`register_command`.
 """
@@ -130,7 +136,16 @@ def build_parser() -> argparse.ArgumentParser:
     sw = sub.add_parser("sweep", help="grid over any fields (comma-separated lists) and seeds (resumable)")
     _common(sw, sweep=True)
     sw.add_argument("--dry-run", action="store_true", help="validate the grid and print its size; train nothing")
-    sw.add_argument("--chunk-size", type=int, default=32, help="runs trained (and stored) together")
+    sw.add_argument("--chunk-size", type=int, default=32, help="runs trained (and stored) together: one run_many "
+                    "call, one Ray task with --executor ray")
+    g = sw.add_argument_group("execution (fedtrain.executors; only this process writes --results)")
+    g.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local: the batches one after another here (default); ray: each batch a Ray task")
+    g.add_argument("--address", default=None, help="ray: an existing cluster (e.g. auto or ray://host:10001); "
+                   "default: start a local Ray for this sweep")
+    g.add_argument("--num-cpus", type=int, default=None, help="ray: CPUs of the local Ray (default: all)")
+    g.add_argument("--retries", type=int, default=2, help="ray: re-runs of a failing batch before it is reported "
+                   "(default 2)")
     sub.add_parser("datasets", help="list the dataset names")
     for name, (help_text, configure, _) in _COMMANDS.items():
         configure(sub.add_parser(name, help=help_text))
@@ -326,6 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in _COMMANDS:
         return int(_COMMANDS[args.command][2](args))
     from fedtrain.data.files import DatasetCorruptError, DatasetNotFoundError
+    from fedtrain.executors import SweepTaskError
     from fedtrain.sweep import run_sweep
 
     if args.command == "sweep" and (args.preset is not None or args.pack is not None or args.only is not None):
@@ -351,10 +367,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps({"runs": len(configs)}) if args.json else f"{len(configs)} runs, all valid", file=out)
             return 0
         store = ResultsStore(args.results) if args.results else None
+        executor, options = getattr(args, "executor", "local"), {}
+        if executor == "ray":
+            options = {k: v for k, v in (("address", args.address), ("num_cpus", args.num_cpus),
+                                         ("retries", args.retries)) if v is not None}
+        elif args.command == "sweep" and (args.address is not None or args.num_cpus is not None):
+            raise ValueError("--address and --num-cpus apply to --executor ray")
         rows = run_sweep(configs, store=store, data_dir=args.data_dir, progress=args.progress,
-                         chunk_size=getattr(args, "chunk_size", 32))
-    except (ValueError, DatasetNotFoundError, DatasetCorruptError) as exc:
+                         chunk_size=getattr(args, "chunk_size", 32), executor=executor, executor_options=options)
+    except (ValueError, ImportError, DatasetNotFoundError, DatasetCorruptError) as exc:
         parser.exit(2, f"fedtrain: error: {exc}\n")
+    except SweepTaskError as exc:
+        parser.exit(1, f"fedtrain: error: {exc}\n")
     except KeyboardInterrupt:
         if store is not None:
             done = sum(store.has(c) for c in {c.key(): c for c in configs}.values())
