@@ -2,21 +2,21 @@
 
 Names (``DATASETS``):
 
-=================== ===================================================================
-``school``          real School (139 silos, 28 features, regression), needs ``school.mat``
-``vehicle``         real Vehicle (23 silos, 100 features, binary), needs ``vehicle.mat``
-``gleam``           real GLEAM (38 silos, 180 features, binary), needs ``gleam.mat``
-``school-standin``  synthetic stand-in with School's structure (:mod:`fedtrain.data.standins`)
-``vehicle-standin`` synthetic stand-in with Vehicle's structure
-``gleam-standin``   synthetic stand-in with GLEAM's structure
-``gaussian``        the theory's mean-estimation model (:func:`~fedtrain.data.gaussian.gaussian_mean_estimation`)
-``gaussian-linreg`` the theory's linear-regression model (``FᵀF = n I``)
-``noniid-digits``   FedHDP's non-IID MNIST, one class per client, on scikit-learn digits (:mod:`~fedtrain.data.noniid_digits`)
-``noniid-digits-skewed`` the same with all opted-out clients of one class (7)
-``femnist-standin`` FedHDP's FEMNIST imitated: Dirichlet label skew + per-client style (:mod:`~fedtrain.data.femnist`)
-``noniid-mnist``    non-IID MNIST from the MNIST files (needs them; also ``noniid-mnist-skewed``)
-``femnist``         federated EMNIST from TFF's HDF5 files (needs them)
-=================== ===================================================================
+========================== ===================================================================
+``school``                 real School (139 silos, 28 features, regression), needs ``school.mat``
+``vehicle``                real Vehicle (23 silos, 100 features, binary), needs ``vehicle.mat``
+``gleam``                  real GLEAM (38 silos, 180 features, binary), needs ``gleam.mat``
+``school-standin``         synthetic stand-in with School's structure (:mod:`fedtrain.data.standins`)
+``vehicle-standin``        synthetic stand-in with Vehicle's structure
+``gleam-standin``          synthetic stand-in with GLEAM's structure
+``gaussian``               the theory's mean-estimation model (:func:`~fedtrain.data.gaussian.gaussian_mean_estimation`)
+``gaussian-linreg``        the theory's linear-regression model (``FᵀF = n I``)
+``noniid-digits``          FedHDP's non-IID MNIST, one class per client, on scikit-learn digits (:mod:`~fedtrain.data.noniid_digits`)
+``noniid-digits-skewed``   the same with all opted-out clients of one class (7)
+``femnist-standin``        FedHDP's FEMNIST imitated: Dirichlet label skew + per-client style (:mod:`~fedtrain.data.femnist`)
+``noniid-mnist``           non-IID MNIST from the MNIST files (needs them; also ``noniid-mnist-skewed``)
+``femnist``                federated EMNIST from TFF's HDF5 files (needs them)
+========================== ===================================================================
 
 Image datasets (App. C.1; :mod:`fedtrain.data.rotated_masked`, :mod:`fedtrain.data.cifar_hetero`):
 
