@@ -11,7 +11,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 FULL ?= 0
 export FEDBOOK_FULL := $(FULL)
 
-.PHONY: venv test unit doctest nbval book browser lab clean
+.PHONY: venv test unit doctest nbval book browser lab clean results
 
 venv:
 	@bash tools/setup_env.sh
@@ -38,6 +38,13 @@ doctest: venv
 
 nbval: venv
 	$(PY) -m pytest -q --nbval-lax --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg book
+
+## the committed results store results/ that the empirical chapters read (fedtrain.presets.RESULTS_PRESETS;
+## PRESET=paper-all puts the stand-ins at paper scale too).  Resumable: finished runs are kept in results/work/
+## and skipped; an interrupted run loses at most the chunk it was training.  Niced: it runs beside other work.
+PRESET ?= paper
+results: venv
+	nice -n 10 $(VENV)/bin/fedtrain sweep --preset $(PRESET) --pack results
 
 ## the HTML book in _build/html (every notebook executed; warnings are errors)
 book: venv

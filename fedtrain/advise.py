@@ -30,12 +30,12 @@ import argparse
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from fedtheory.advisor import Advice, advise_from_variances
-from fedtheory.privacy.random_walk import dp_gd_noise_variance
+if TYPE_CHECKING:  # pragma: no cover - fedtheory.advisor pulls scipy.optimize: imported where used, so that
+    from fedtheory.advisor import Advice  # registering the subcommand keeps `fedtrain run` light
 
 __all__ = ["Prediction", "predict", "nearest_grid_error", "advise_and_check", "plot_check", "register",
            "configure_advise_parser", "run_advise", "DEFAULT_CHECK_LAMS"]
@@ -105,6 +105,9 @@ def predict(data, config, eps_values) -> list[Prediction]:
     # statistical variance there is (1 − ρ^T)² σ²/(n h) (the early-stopping bias is common to all λ and ignored)
     stop = [(-np.expm1(int(t) * np.log1p(-config.lr * f["h"]))) ** 2 for f, t in zip(fits, steps)]
     stat = np.array([f["sigma2"] * float(np.sum(g)) / f["n"] for f, g in zip(fits, stop)]) / trace
+    from fedtheory.advisor import advise_from_variances
+    from fedtheory.privacy.random_walk import dp_gd_noise_variance  # sympy-backed: imported here, not by `fedtrain run`
+
     B = privacy.expected_batch_sizes(n, config.batch_size)
     out = []
     for eps in eps_values:

@@ -7,6 +7,8 @@ Examples::
         --lam 0.01,0.1,1 --lr 0.01 --seeds 0,1 --results results/
     fedtrain run --dataset school-standin --method ifca --num-clusters 2 --select-eps-frac 0.05 --eps 6
     fedtrain run --dataset school --method local --eps inf --repeats 5 --json
+    fedtrain sweep --dataset school --method mrmtl --eps 1,6 --lam 0.1,1 --seeds 0,1 --executor ray --num-cpus 2
+    fedtrain run --dataset noniid-digits --method fedhdp --ratio 0.05 --lam-private 0.005 --lam-nonprivate 0.005 --json
 
 Every field of :class:`~fedtrain.config.RunConfig` and every method option of the method registry
 has a flag, generated with its valid range and default from the field's declaration
@@ -30,6 +32,11 @@ gives ``mean``, ``std`` (sample standard deviation, ``ddof`` = 1), ``n`` and eac
 (``values``, with ``seeds`` and ``split_seeds``).  Ctrl-C stops a sweep: finished runs stay in ``--results`` and
 re-running the same command resumes.
 
+Sweeps beyond one machine: ``fedtrain sweep --executor ray`` runs each batch of ``--chunk-size`` runs as a
+Ray task, on a local Ray started for the sweep (``--num-cpus``, default all) or on a cluster
+(``--address``); a failing batch is retried ``--retries`` times, then reported after the others are stored
+(exit status 1); this process alone writes ``--results`` (:mod:`fedtrain.executors`).
+
 Other modules may add subcommands with :func:`register_command`.
 """
 from __future__ import annotations
@@ -45,8 +52,8 @@ from fedtrain.config import RunConfig
 from fedtrain.encoding import encode
 from fedtrain.methods.registry import LAMBDA_METHODS, METHOD_REGISTRY, option_params
 from fedtrain.params import Param, add_flag, params_of
-from fedtrain.presets import paper_defaults
-from fedtrain.results import DEFAULT_RESULTS_DIR, ResultsStore
+from fedtrain.presets import RESULTS_PRESETS, paper_defaults
+from fedtrain.results import DEFAULT_RESULTS_DIR, WORK_DIR, ResultsStore
 
 __all__ = ["main", "build_parser", "configs_from_args", "register_command", "LAMBDA_METHODS"]
 
@@ -88,7 +95,8 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     from fedtrain.data.registry import DATASETS
 
     g = p.add_argument_group("data")
-    g.add_argument("--dataset", required=True, choices=DATASETS, help="dataset name (real or stand-in)")
+    g.add_argument("--dataset", required=not sweep, choices=DATASETS,
+                   help="dataset name (real or stand-in)" + ("; required unless --preset" if sweep else ""))
     g.add_argument("--data-dir", default=None, help="folder holding the real .mat files; when given, the file "
                    "must be there (no fall-back). Default: $FEDBOOK_DATA_DIR, then ../shared/data")
     g.add_argument("--dataset-option", "-D", action="append", type=_option, default=[], metavar="KEY=VALUE",
@@ -106,9 +114,10 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     for name, (prm, default, methods) in option_params().items():
         add_flag(g, name, prm, default, as_list=sweep, extra_help=f" [{', '.join(methods)}]")
     g = p.add_argument_group("output")
-    g.add_argument("--results", default=None if not sweep else str(DEFAULT_RESULTS_DIR),
+    g.add_argument("--results", default=None,
                    help="results store folder, checked to be writable before training" +
-                   (f" (default {DEFAULT_RESULTS_DIR})" if sweep else " (optional: store the runs there)"))
+                   (f" (default {DEFAULT_RESULTS_DIR}; with --preset, the working stores, default {WORK_DIR})"
+                    if sweep else " (optional: store the runs there)"))
     g.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     g.add_argument("--progress", dest="progress", action="store_true", default=None, help="force progress bars")
     g.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
@@ -127,11 +136,34 @@ def build_parser() -> argparse.ArgumentParser:
     sw = sub.add_parser("sweep", help="grid over any fields (comma-separated lists) and seeds (resumable)")
     _common(sw, sweep=True)
     sw.add_argument("--dry-run", action="store_true", help="validate the grid and print its size; train nothing")
-    sw.add_argument("--chunk-size", type=int, default=32, help="runs trained (and stored) together")
+    sw.add_argument("--chunk-size", type=int, default=32, help="runs trained (and stored) together: one run_many "
+                    "call, one Ray task with --executor ray")
+    g = sw.add_argument_group("execution (fedtrain.executors; only this process writes --results)")
+    g.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local: the batches one after another here (default); ray: each batch a Ray task")
+    g.add_argument("--address", default=None, help="ray: an existing cluster (e.g. auto or ray://host:10001); "
+                   "default: start a local Ray for this sweep")
+    g.add_argument("--num-cpus", type=int, default=None, help="ray: CPUs of the local Ray (default: all)")
+    g.add_argument("--retries", type=int, default=2, help="ray: re-runs of a failing batch before it is reported "
+                   "(default 2)")
     sub.add_parser("datasets", help="list the dataset names")
     for name, (help_text, configure, _) in _COMMANDS.items():
         configure(sub.add_parser(name, help=help_text))
+    _preset_flags(sw)
     return p
+
+
+def _preset_flags(sw: argparse.ArgumentParser) -> None:
+    g = sw.add_argument_group("presets (the book's results store; make results)")
+    g.add_argument("--preset", default=None, choices=sorted(RESULTS_PRESETS),
+                   help="compute every figure of the empirical chapters at the preset's scale "
+                        "(fedtrain.presets.RESULTS_PRESETS: 'paper' is the committed store) into --results "
+                        f"(default {WORK_DIR}); takes no grid flags; resumable")
+    g.add_argument("--pack", default=None, metavar="DIR",
+                   help="with --preset: then write the committed store (MANIFEST.json and one .json.gz per "
+                        "dataset) to DIR, e.g. results")
+    g.add_argument("--only", default=None, metavar="NAMES",
+                   help="with --preset: compute only these files (comma-separated: datasets or 'theory')")
 
 
 def _distinct(name: str, values: list) -> list:
@@ -285,8 +317,13 @@ def _join_negative_values(argv: list[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fedtrain`` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    from fedtrain.fedhdp.cli import run_main, wants_client_level
+
+    if wants_client_level(argv):  # client-level methods (FedHDP family): their own trainer and flags
+        return run_main(_join_negative_values(argv[1:]))
     parser = build_parser()
-    argv = _join_negative_values(list(sys.argv[1:] if argv is None else argv))
+    argv = _join_negative_values(argv)
     bare = _bare_seed_count(argv)
     if bare is not None:
         parser.error(f"--seeds {bare} is a list of one seed, not a count: write --seed {bare} to run that one seed, "
@@ -304,8 +341,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in _COMMANDS:
         return int(_COMMANDS[args.command][2](args))
     from fedtrain.data.files import DatasetCorruptError, DatasetNotFoundError
+    from fedtrain.executors import SweepTaskError
     from fedtrain.sweep import run_sweep
 
+    if args.command == "sweep" and (args.preset is not None or args.pack is not None or args.only is not None):
+        return _preset(parser, args, argv, out)
+    if args.command == "sweep" and args.dataset is None:
+        parser.error("sweep needs --dataset (or --preset NAME)")
+    if args.command == "sweep" and args.results is None:
+        args.results = str(DEFAULT_RESULTS_DIR)
     store = None
     configs: list[RunConfig] = []
     try:
@@ -323,10 +367,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps({"runs": len(configs)}) if args.json else f"{len(configs)} runs, all valid", file=out)
             return 0
         store = ResultsStore(args.results) if args.results else None
+        executor, options = getattr(args, "executor", "local"), {}
+        if executor == "ray":
+            options = {k: v for k, v in (("address", args.address), ("num_cpus", args.num_cpus),
+                                         ("retries", args.retries)) if v is not None}
+        elif args.command == "sweep" and (args.address is not None or args.num_cpus is not None):
+            raise ValueError("--address and --num-cpus apply to --executor ray")
         rows = run_sweep(configs, store=store, data_dir=args.data_dir, progress=args.progress,
-                         chunk_size=getattr(args, "chunk_size", 32))
-    except (ValueError, DatasetNotFoundError, DatasetCorruptError) as exc:
+                         chunk_size=getattr(args, "chunk_size", 32), executor=executor, executor_options=options)
+    except (ValueError, ImportError, DatasetNotFoundError, DatasetCorruptError) as exc:
         parser.exit(2, f"fedtrain: error: {exc}\n")
+    except SweepTaskError as exc:
+        parser.exit(1, f"fedtrain: error: {exc}\n")
     except KeyboardInterrupt:
         if store is not None:
             done = sum(store.has(c) for c in {c.key(): c for c in configs}.values())
@@ -350,7 +402,50 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _preset(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Sequence[str], out) -> int:
+    """``fedtrain sweep --preset NAME [--results WORK] [--pack DIR] [--only NAMES] [--dry-run]``."""
+    import shlex
+
+    from fedtrain.results import compute_preset
+
+    if args.preset is None:
+        parser.error("--pack and --only go with --preset NAME")
+    grid_flags = [a.split("=")[0] for a in argv if a.startswith("--") and a.split("=")[0] not in (
+        "--preset", "--pack", "--only", "--results", "--dry-run", "--json", "--progress", "--no-progress",
+        "--chunk-size")]
+    if grid_flags or args.dataset_option:
+        parser.error(f"--preset {args.preset} defines the whole grid (fedtrain.presets.RESULTS_PRESETS); drop "
+                     f"{', '.join(grid_flags) or '-D'}")
+    names = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
+    command = "fedtrain " + " ".join(shlex.quote(a) for a in argv)
+    try:
+        res = compute_preset(args.preset, work=args.results or WORK_DIR, pack=args.pack, names=names,
+                             command=command, progress=args.progress, chunk_size=max(int(args.chunk_size), 1),
+                             dry_run=args.dry_run)
+    except ValueError as exc:
+        parser.exit(2, f"fedtrain: error: {exc}\n")
+    except KeyboardInterrupt:
+        print(f"fedtrain: interrupted; finished runs are saved in {args.results or WORK_DIR}; run the same command "
+              "again to resume", file=sys.stderr)
+        return 130
+    if args.json:
+        print(json.dumps(encode(res), allow_nan=False), file=out)
+    elif args.dry_run:
+        print(f"{res['rows']} runs: " + ", ".join(f"{k} {v}" for k, v in res["files"].items()), file=out)
+    else:
+        print(f"{res['rows']} runs ({res['computed']} computed now, {res['seconds']:.0f} s)" +
+              (f"; committed store written to {args.pack}: " + ", ".join(
+                  f"{k} ({v['rows']} rows, {v['bytes'] / 1e6:.2f} MB)" for k, v in res["files"].items())
+               if res["files"] else ""), file=out)
+    return 0
+
+
 # ``fedtrain advise`` (fedtrain.advise) registers itself through register_command
 from fedtrain.advise import register as _register_advise  # noqa: E402
 
 _register_advise()
+
+# ``fedtrain fedhdp-claims`` (fedtrain.fedhdp.cli)
+from fedtrain.fedhdp.cli import register as _register_fedhdp  # noqa: E402
+
+_register_fedhdp()

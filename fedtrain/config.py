@@ -174,6 +174,13 @@ class RunConfig:
             value = kwargs.pop(name, default)
             object.__setattr__(self, name, {} if value is None and name == "dataset_options" else value)
         validate_fields(self)
+        from fedtrain.data.registry import CLIENT_DATASETS
+
+        if self.dataset in CLIENT_DATASETS:
+            raise ValueError(f"dataset {self.dataset!r} is one of FedHDP's client-level datasets "
+                             f"{list(CLIENT_DATASETS)}: train it with the client-level methods "
+                             "(`fedtrain run --method fedhdp|hdp-fedavg|dp-fedavg|nonprivate`, fedtrain.fedhdp), "
+                             "not the cross-silo engine (sample-level DP per silo)")
         spec = method_spec(self.method)
         opts: dict[str, Any] = {}
         if isinstance(options, MethodOptions):

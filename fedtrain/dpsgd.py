@@ -32,6 +32,8 @@ __all__ = ["PoissonBatcher", "SAMPLERS", "draw_noise", "dp_direction"]
 
 #: Largest number of gathered entries for which :meth:`PoissonBatcher.sample_epoch` gathers a whole epoch at once.
 _EPOCH_GATHER_MAX = 1 << 22
+#: Widest rows (features + bias) for which the batcher keeps one gather table ``[x̃ | y | ‖x̃‖²]``.
+_TABLE_MAX_WIDTH = 256
 #: The Poisson samplers of :class:`PoissonBatcher` (both exactly Poisson sampling; different random streams).
 SAMPLERS = ("geometric", "sorted-keys")
 
@@ -81,7 +83,9 @@ class PoissonBatcher:
         self.sq_flat = self.x_sq.reshape(self.k * self.n_max)
         self.offset = (torch.arange(self.k, device=x.device) * self.n_max)[:, None]  # (K, 1)
         # one row per record: [x̃ | y | ‖x̃‖²], so that one index_select gathers a batch
-        self.table = torch.cat([self.x_flat, self.y_flat[:, None].to(x.dtype), self.sq_flat[:, None]], 1)
+        # (only for narrow data: for wide rows, e.g. images, a second copy of the training set is not worth it)
+        self.table = (torch.cat([self.x_flat, self.y_flat[:, None].to(x.dtype), self.sq_flat[:, None]], 1)
+                      if x.shape[-1] <= _TABLE_MAX_WIDTH else None)
 
     def sample(self, generators: list[torch.Generator]):
         """One Poisson batch per generator and silo: ``(x_b, y_b, valid)``."""
@@ -114,7 +118,12 @@ class PoissonBatcher:
 
     def _gather(self, pos: torch.Tensor, valid: torch.Tensor, b: int):
         idx = torch.where(valid[..., :b], pos[..., :b], 0.0).to(torch.long) + self.offset
-        rows = self.table.index_select(0, idx.reshape(-1)).reshape(*idx.shape, self.table.shape[-1])
+        flat = idx.reshape(-1)
+        if self.table is None:
+            return (self.x_flat.index_select(0, flat).reshape(*idx.shape, self.x_flat.shape[-1]),
+                    self.y_flat.index_select(0, flat).reshape(idx.shape), valid[..., :b],
+                    self.sq_flat.index_select(0, flat).reshape(idx.shape))
+        rows = self.table.index_select(0, flat).reshape(*idx.shape, self.table.shape[-1])
         p = self.table.shape[-1] - 2
         return rows[..., :p], rows[..., p], valid[..., :b], rows[..., p + 1]
 
@@ -137,7 +146,7 @@ class PoissonBatcher:
         valid = pos < self.n_last[:, None]
         sizes = [int(b) for b in valid.sum(-1).amax(dim=(0, 2)).clamp(min=1).tolist()]
         bmax = max(sizes)
-        if pos.shape[0] * steps * self.k * bmax * self.table.shape[1] > _EPOCH_GATHER_MAX:  # wide data: per step
+        if pos.shape[0] * steps * self.k * bmax * (self.x_flat.shape[1] + 2) > _EPOCH_GATHER_MAX:  # wide data: per step
             return [self._gather(pos[:, j], valid[:, j], b) for j, b in enumerate(sizes)]
         xb, yb, vb, sq = self._gather(pos, valid, bmax)  # one gather for the epoch, then views per step
         return [(xb[:, j, :, :b], yb[:, j, :, :b], vb[:, j, :, :b], sq[:, j, :, :b]) for j, b in enumerate(sizes)]

@@ -39,6 +39,7 @@ __all__ = [
     "method_color",
     "metric_label",
     "data_label",
+    "runs_text",
     "eps_positions",
     "plot_training_curves",
     "plot_privacy_utility",
@@ -72,20 +73,31 @@ def _eps_text(eps: float) -> str:
     return "non-private" if math.isinf(eps) else f"ε={eps:g}"
 
 
+def runs_text(rows: Sequence["RunResult"]) -> str:
+    """``'5 repeats'`` when the runs re-split the silos (the paper's protocol, :func:`fedtrain.sweep.repeat_config`),
+    ``'2 seeds (one split)'`` when they share one split."""
+    from fedtrain.sweep import _split_seed
+
+    pairs = {(r.config.seed, _split_seed(r.config)) for r in rows}
+    splits = {s for _, s in pairs}
+    if len(splits) > 1:
+        return f"{len({p for p in pairs})} repeats"
+    return f"{len({s for s, _ in pairs})} seeds (one split)"
+
+
 def _settings(rows: Sequence["RunResult"]) -> str:
     c = rows[0].config
-    seeds = sorted({r.config.seed for r in rows})
     delta = rows[0].delta
     d = f", δ={float(delta[0]):.0e}" if delta is not None and len(delta) else ""
     div = sum(r.diverged for r in rows)
     warn = f"; {div} diverged run(s) left out" if div else ""
-    return f"T={c.rounds} rounds, B={c.batch_size}, c={c.clip:g}{d}, {len(seeds)} seeds{warn}"
+    return f"T={c.rounds} rounds, B={c.batch_size}, c={c.clip:g}{d}, {runs_text(rows)}{warn}"
 
 
 def plot_training_curves(rows: Sequence["RunResult"], *, title: str | None = None, note: str = ""):
     """Fig. 2: test metric against training round, one colour per method, solid = private, dashed = non-private.
 
-    Bands are ±1 standard deviation over seeds.
+    Bands are ±1 standard deviation (ddof = 1) over repeats (or seeds).
     """
     import matplotlib.pyplot as plt
 
@@ -119,11 +131,12 @@ def eps_positions(eps_values: Sequence[float]) -> dict[float, float]:
 
 def plot_privacy_utility(rows: Sequence["RunResult"], *, title: str | None = None, note: str = "",
                          ax=None, zoom_eps: float | None = None):
-    """Fig. 3 / Fig. 4: test metric (mean ± std over seeds) against per-silo ε, every method at its best (λ, η).
+    """Fig. 3 / Fig. 4: test metric (mean ± sd over repeats or seeds) against per-silo ε, every method at its
+    best (λ, η).
 
     ε is on a log axis (:func:`eps_positions`); the non-private point sits right of a dashed separator,
-    joined to the curve by a dotted segment.  Error bars are ±1 standard deviation over seeds; methods
-    are offset slightly along x so that their bars do not overlap.  ``zoom_eps`` (one of the ε in
+    joined to the curve by a dotted segment.  Error bars are ±1 standard deviation (ddof = 1) over repeats (or
+    seeds); methods are offset slightly along x so that their bars do not overlap.  ``zoom_eps`` (one of the ε in
     ``rows``; only when ``ax`` is None) adds a panel that zooms in on that ε, one row per method sorted
     by the metric, so that methods within a few percent of each other can be told apart.
     """
@@ -165,7 +178,7 @@ def plot_privacy_utility(rows: Sequence["RunResult"], *, title: str | None = Non
         ax.set_yscale("log")
     ax.set_xlabel("per-silo privacy budget ε (log scale; δ fixed per dataset)")
     ax.set_ylabel(metric_label(rows[0].metric))
-    ax.set_title(title or f"{data_label(rows)}\n{_settings(rows)}; λ, η tuned per point; mean ± std over seeds{note}",
+    ax.set_title(title or f"{data_label(rows)}\n{_settings(rows)}; λ, η tuned per point; mean ± sd (ddof=1){note}",
                  fontsize=10)
     if zax is not None:  # zoom panel: one row per method at zoom_eps; the legend goes under both panels
         at = sorted((t for t in table if t["eps"] == zoom_eps), key=lambda t: t["mean"])
@@ -219,7 +232,7 @@ def plot_lambda_sweep(rows: Sequence["RunResult"], eps_values: Sequence[float], 
     """Fig. 5: ``method``'s test metric against λ (log scale) for each ε, with the Local and FedAvg endpoints.
 
     One colour per ε; dotted/dashed horizontal lines are Local and FedAvg at that ε (best η); the
-    marker ★ is the best λ.  Bands are ±1 standard deviation over seeds.
+    marker ★ is the best λ.  Bands are ±1 standard deviation (ddof = 1) over repeats (or seeds).
     """
     import matplotlib.pyplot as plt
 
@@ -250,7 +263,7 @@ def plot_lambda_sweep(rows: Sequence["RunResult"], eps_values: Sequence[float], 
         ax.set_yscale("log")
     ax.set_xlabel("λ (MR-MTL regularization strength)")
     ax.set_ylabel(metric_label(rows[0].metric))
-    ax.set_title(title or f"{data_label(rows)}\n{_settings(rows)}; ★ = best λ; bands ±1 std over seeds{note}",
+    ax.set_title(title or f"{data_label(rows)}\n{_settings(rows)}; ★ = best λ; bands ±1 sd (ddof=1){note}",
                  fontsize=10)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.grid(alpha=0.3)
@@ -313,10 +326,11 @@ def plot_privacy_utility_panels(panels: Mapping[str, Sequence["RunResult"]], *,
 
 
 def plot_theory_meets_training(trained: Mapping[float, Mapping[str, Any]], *, num_silos: int, tau: float,
-                               n: int | None = None, sigma: float | None = None):
+                               n: int | None = None, sigma: float | None = None, note: str = ""):
     """The theory-meets-training figure: one panel per ε (stacked, shared λ axis), each the closed-form E(λ)
     (Lemma 6.7) at that ε's trained σ_loc² next to DP-SGD-trained MR-MTL (:func:`plot_theory_vs_training`),
-    with one legend for all panels.  Returns ``(fig, theory_summary(trained, tau=tau))``."""
+    with one legend for all panels; ``note`` (e.g. which results store the runs came from) goes under the
+    title.  Returns ``(fig, theory_summary(trained, tau=tau))``."""
     import matplotlib.pyplot as plt
 
     from fedtheory.mean_estimation import fedavg_mse, mse
@@ -349,10 +363,11 @@ def plot_theory_meets_training(trained: Mapping[float, Mapping[str, Any]], *, nu
     settings = f"K={num_silos}" + (f", n={n}" if n is not None else "") + f", τ={tau:g}" + \
         (f", σ={sigma:g}" if sigma is not None else "")
     fig.suptitle(f"Closed form (Lemma 6.7) vs trained MR-MTL\nGaussian mean estimation, {settings}; "
-                 f"{n_sets} synthetic datasets", fontsize=11)
-    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.7 / fig.get_figheight()),
+                 f"{n_sets} synthetic datasets" + (f"\n{note}" if note else ""), fontsize=11)
+    top = 0.7 + (0.25 if note else 0.0)
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 1 - top / fig.get_figheight()),
                ncol=2, fontsize=9, frameon=False)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 1.0 / fig.get_figheight()))
+    fig.tight_layout(rect=(0, 0, 1, 1 - (top + 0.3) / fig.get_figheight()))
     return fig, summary
 
 

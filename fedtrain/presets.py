@@ -9,8 +9,11 @@ code path depends on it except through these tables:
 * :data:`LAMBDA_GRID`, :data:`LR_GRID`: the paper's λ and learning-rate grids;
 * :data:`STANDIN_PRESETS`: the synthetic stand-ins' parameters and the log of how they were tuned;
 * :data:`REDUCED`, :data:`REDUCED_EPS`, :data:`REDUCED_STANDIN_LAMBDAS`, :data:`FULL_GRID`,
-  :data:`FULL_EPS` and :data:`BOOK_FIGURES`: the grids behind the empirical chapters' figures,
-  expanded by :func:`book_grid` (reduced by default, paper scale with ``FEDBOOK_FULL=1``).
+  :data:`FULL_EPS`, :data:`SCALES` and :data:`BOOK_FIGURES`: the grids behind the empirical chapters'
+  figures, expanded by :func:`book_grid` at a scale (``"paper"``, ``"reduced"``, ``"reduced-5"``);
+  :data:`THEORY_SETUP` and :data:`THEORY_GRIDS` (:func:`theory_grid`): the theory-meets-training figure;
+* :data:`RESULTS_PRESETS` and :data:`DATASET_FIGURES`: what ``fedtrain sweep --preset NAME`` (``make
+  results``) computes into a results store, and so what the committed store ``results/`` holds.
 """
 from __future__ import annotations
 
@@ -19,8 +22,11 @@ import os
 from typing import Any
 
 __all__ = ["PAPER_DEFAULTS", "LAMBDA_GRID", "LR_GRID", "STANDIN_PRESETS", "paper_defaults", "FULL_ENV", "full_scale",
-           "REDUCED", "REDUCED_EPS", "REDUCED_STANDIN_LAMBDAS", "FULL_GRID", "FULL_EPS", "BOOK_FIGURES", "grid_note",
-           "book_grid", "DEEP_FIGURES", "deep_grid", "deep_grid_note"]
+           "REDUCED", "REDUCED_EPS", "REDUCED_STANDIN_LAMBDAS", "FULL_GRID", "FULL_EPS", "SCALES", "LR_COMPUTE_ORDER",
+           "BOOK_FIGURES",
+           "THEORY_SETUP", "THEORY_GRIDS", "RESULTS_PRESETS", "DATASET_FIGURES", "grid_note", "book_grid",
+           "theory_grid",
+           "DEEP_FIGURES", "deep_grid", "deep_grid_note"]
 
 inf = math.inf
 
@@ -120,33 +126,50 @@ STANDIN_PRESETS: dict[str, dict] = {
 
 
 # --------------------------------------------------------------------------------------------------
-# the book's grids (reduced by default, paper scale with FEDBOOK_FULL=1)
+# the book's grids (scales) and the results-store presets
 # --------------------------------------------------------------------------------------------------
 FULL_ENV = "FEDBOOK_FULL"
 
 
 def full_scale() -> bool:
-    """Whether the book runs its paper-scale grids (environment ``FEDBOOK_FULL=1``, set by ``make book FULL=1``)."""
+    """Whether ``FEDBOOK_FULL=1`` is set (``make book FULL=1``).  The empirical chapters read the committed
+    results store (:func:`fedtrain.results.committed_store`) at whatever scale it was computed; this flag only
+    selects the default ``scale`` of :func:`book_grid` (``"paper"`` instead of ``"reduced"``)."""
     return os.environ.get(FULL_ENV, "0").strip() == "1"
 
 
-#: The reduced grids' settings (each notebook states them in its captions); datasets not listed use
-#: the Vehicle stand-in's.
+#: The reduced grids' settings (quick runs; datasets not listed use the Vehicle stand-in's).  ``repeats``:
+#: repeats of the paper's protocol (each re-splits the silos, :func:`fedtrain.sweep.repeat_config`).
 REDUCED = {
-    "school": dict(rounds=40, lr=0.03, seeds=(0, 1)),
-    "vehicle-standin": dict(rounds=20, lr=0.01, seeds=(0, 1)),
-    "gleam-standin": dict(rounds=20, lr=0.01, seeds=(0, 1)),
+    "school": dict(rounds=40, lr=0.03, repeats=2),
+    "vehicle-standin": dict(rounds=20, lr=0.01, repeats=2),
+    "gleam-standin": dict(rounds=20, lr=0.01, repeats=2),
 }
 #: Reduced ε grids of the stand-ins (Fig. 3 and Fig. 5 panels): one level where FedAvg beats local, the band
 #: where MR-MTL beats both (see :data:`STANDIN_PRESETS`), and no privacy.  Other stand-ins: (0.5, 2, inf).
 REDUCED_EPS = {"vehicle-standin": (0.5, 1.0, 2.0, inf), "gleam-standin": (1.0, 2.0, 4.0, inf)}
 #: Reduced λ grid of MR-MTL on the stand-ins (part of the paper's grid, extended by 30 for the high-privacy end).
 REDUCED_STANDIN_LAMBDAS = (0.3, 1.0, 3.0, 10.0, 30.0)
-#: The paper-scale grids: 5 seeds, a subset of the paper's learning rates (hours rather than days of CPU).
-FULL_GRID = dict(seeds=(0, 1, 2, 3, 4), lrs=(0.01, 0.03, 0.1), eval_every=5, reduced_eval_every=4)
-#: The paper-scale ε grids per dataset family (Fig. 3, Fig. A4).
+#: The paper-scale grids (App. C.4): the paper's rounds (:data:`PAPER_DEFAULTS`), its learning-rate grid
+#: :data:`LR_GRID` and λ grid :data:`LAMBDA_GRID`, 5 repeats (re-split silos, seeds ``s + 1000 r``), the
+#: test metric recorded every ``eval_every`` rounds (Fig. 2's curves).
+FULL_GRID = dict(repeats=5, lrs=LR_GRID, eval_every=5, reduced_eval_every=4)
+#: The paper-scale ε grids per dataset family (Fig. 3, Fig. A4; the stand-ins' own ε scale, see
+#: :data:`STANDIN_PRESETS`).
 FULL_EPS = {"school": (1.0, 2.0, 3.0, 4.0, 6.0, 8.0, inf), "vehicle": (0.1, 0.25, 0.5, 1.0, 2.0, inf),
             "gleam": (0.5, 1.0, 1.5, 2.0, 4.0, inf)}
+
+#: The scales a figure's grid can be expanded at (:func:`book_grid`): ``"paper"`` (App. C.4's rounds, λ, η and
+#: ε grids, 5 repeats), ``"paper-eta3"`` (the same with the middle three learning rates 0.01, 0.03, 0.1 of the
+#: paper's six), ``"reduced"`` (:data:`REDUCED`: fewer rounds, one η, fewer ε and λ, 2 repeats; quick runs)
+#: and ``"reduced-5"`` (the reduced grid with the paper's 5 repeats).
+SCALES = {"paper": dict(grid="full", repeats=FULL_GRID["repeats"]),
+          "paper-eta3": dict(grid="full", repeats=FULL_GRID["repeats"], lrs=(0.01, 0.03, 0.1)),
+          "reduced": dict(grid="reduced", repeats=None),
+          "reduced-5": dict(grid="reduced", repeats=5)}
+#: The order in which a preset computes a paper-scale grid's learning rates (the middle of the grid first), so
+#: that an interrupted computation holds whole figures at ``"paper-eta3"`` before it holds any at ``"paper"``.
+LR_COMPUTE_ORDER = (0.01, 0.03, 0.1, 0.3, 0.003, 0.001)
 
 #: The runs behind each figure of the empirical chapters.  A value may depend on the scale
 #: (``{"full": ..., "reduced": ...}``) and then on the dataset (``{"school": ..., "standin": ...}``;
@@ -181,7 +204,38 @@ BOOK_FIGURES: dict[str, dict[str, Any]] = {
              "lr": {"full": {"school": (0.01,)}},
              "runs": [{"methods": ("local", "fedavg")},
                       {"methods": ("mrmtl",), "lam": {"full": "paper", "reduced": (0.3, 1.0, 3.0, 10.0, 30.0)}}]},
+    # IFCA with one cluster (FedAvg from IFCA's random start): the Fig. 3 chapter's control for IFCA's deficit
+    "ifca1": {"eps": (1.0, inf),
+              "runs": [{"methods": ("ifca",), "options": {"select_frac": 0.1, "num_clusters": 1}}]},
 }
+
+#: The theory-meets-training figure (Gaussian mean estimation, :func:`fedtrain.sweep.gaussian_lambda_sweep`):
+#: its fixed set-up and, per grid, the number of independent datasets and the λ values (0 = local is added).
+THEORY_SETUP = dict(num_silos=50, n=50, tau=0.25, sigma=1.0, eps_values=(1.0, 3.0, inf))
+#: The theory figure's grids: ``"full"`` (the committed store) and ``"reduced"`` (quick runs).
+THEORY_GRIDS = {"full": dict(datasets=32, lams=("geomspace", 0.01, 10.0, 13)),
+                "reduced": dict(datasets=8, lams=(0.03, 0.1, 0.3, 1.0, 3.0, 10.0))}
+
+#: What ``fedtrain sweep --preset NAME`` (``make results``) computes: per dataset, the scale of its figures
+#: (:data:`SCALES`), and the theory figure's grid (:data:`THEORY_GRIDS`).  ``"paper"`` is the committed store
+#: the book reads (School, the real data, at paper scale; the synthetic stand-ins at the reduced grid with 5
+#: repeats, because their paper scale, 400/200 rounds over the full grids, takes hours of CPU);
+#: ``"paper-eta3"`` is ``"paper"`` with School's learning rates cut to the middle three (the first part of
+#: ``"paper"`` that a computation finishes, :data:`LR_COMPUTE_ORDER`); ``"paper-all"`` computes every dataset
+#: at paper scale; ``"reduced"`` is the quick grid.
+RESULTS_PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {"datasets": {"school": "paper", "vehicle-standin": "reduced-5", "gleam-standin": "reduced-5"},
+              "theory": "full"},
+    "paper-eta3": {"datasets": {"school": "paper-eta3", "vehicle-standin": "reduced-5", "gleam-standin": "reduced-5"},
+                   "theory": "full"},
+    "paper-all": {"datasets": {"school": "paper", "vehicle-standin": "paper", "gleam-standin": "paper"},
+                  "theory": "full"},
+    "reduced": {"datasets": {"school": "reduced", "vehicle-standin": "reduced", "gleam-standin": "reduced"},
+                "theory": "reduced"},
+}
+#: The figures of each dataset in the empirical chapters (what a preset computes for it).
+DATASET_FIGURES = {"school": ("fig2", "fig5", "fig3", "ifca1"), "vehicle-standin": ("fig3", "fig4"),
+                   "gleam-standin": ("fig3",)}
 
 
 def _pick(value: Any, full: bool, school: bool) -> Any:
@@ -193,43 +247,69 @@ def _pick(value: Any, full: bool, school: bool) -> Any:
     return value
 
 
-def grid_note(dataset: str, *, full: bool | None = None) -> str:
-    """Caption text naming the grid a figure shows: ``"paper-scale grid"``, or the reduced grid's rounds,
-    learning rate and number of seeds (from :data:`REDUCED`).  ``full`` defaults to :func:`full_scale`."""
+def _scale(scale: str | None, full: bool | None) -> str:
+    if scale is not None:
+        if scale not in SCALES:
+            raise ValueError(f"scale must be one of {', '.join(map(repr, SCALES))} (got {scale!r})")
+        return scale
     if full is None:
         full = full_scale()
-    if full:
-        return "paper-scale grid"
+    return "paper" if full else "reduced"
+
+
+def _reduced(dataset: str) -> dict:
+    school = dataset.startswith("school")
+    return REDUCED["school" if school else dataset] if (school or dataset in REDUCED) else REDUCED["vehicle-standin"]
+
+
+def grid_note(dataset: str, *, full: bool | None = None, scale: str | None = None) -> str:
+    """Caption text naming the grid a figure shows: the paper scale, or the reduced grid's rounds, learning
+    rate and number of repeats.  ``scale`` is one of :data:`SCALES` (default from ``full``, itself defaulting to
+    :func:`full_scale`)."""
+    scale = _scale(scale, full)
+    if SCALES[scale]["grid"] == "full":
+        lrs = SCALES[scale].get("lrs")
+        reps = SCALES[scale]["repeats"]
+        if lrs:
+            return (f"paper-scale grid with η ∈ {{{', '.join(f'{v:g}' for v in lrs)}}} ({len(lrs)} of the paper's "
+                    f"{len(FULL_GRID['lrs'])}), {reps} repeats")
+        return f"paper-scale grid (the paper's rounds, λ, η and ε grids), {reps} repeats"
     if dataset not in REDUCED:
         raise ValueError(f"dataset must be one of {sorted(REDUCED)}, got {dataset!r}")
     r = REDUCED[dataset]
-    return f"reduced grid: {r['rounds']} rounds, η={r['lr']}, {len(r['seeds'])} seeds"
+    reps = SCALES[scale]["repeats"] or r["repeats"]
+    return f"reduced grid: {r['rounds']} rounds, η={r['lr']}, {reps} repeats"
 
 
-def book_grid(figure: str, dataset: str, *, full: bool | None = None) -> list:
+def book_grid(figure: str, dataset: str, *, full: bool | None = None, scale: str | None = None) -> list:
     """The configurations behind one figure of the empirical chapters (:data:`BOOK_FIGURES`).
 
     ``figure`` is ``"fig2"`` (local vs FedAvg vs finetuning, learning curves), ``"fig3"`` (privacy-utility
-    of all methods), ``"fig4"`` (privacy overhead: IFCA selecting every round, Ditto's extra pass) or
-    ``"fig5"`` (MR-MTL against λ).  Settings are the paper's (App. C.4: batch, clip, δ per dataset) except
-    where the reduced grid says otherwise (fewer rounds, one learning rate, 2 seeds, fewer ε and λ); with
-    ``full=True`` (default: :func:`full_scale`) the paper's rounds, λ grid and 5 seeds.  Figures share runs
-    where their settings coincide, so a results store computes them once.
+    of all methods), ``"fig4"`` (privacy overhead: IFCA selecting every round, Ditto's extra pass), ``"fig5"``
+    (MR-MTL against λ) or ``"ifca1"`` (IFCA with one cluster).  ``scale`` is one of :data:`SCALES`:
+    ``"paper"`` (App. C.4: the paper's rounds, batch, clip, δ, λ grid, η grid, ε grid, 5 repeats),
+    ``"reduced"`` (fewer rounds, one η, fewer ε and λ, 2 repeats) or ``"reduced-5"`` (reduced with 5
+    repeats); the default is ``"paper"`` if ``full`` (default :func:`full_scale`) else ``"reduced"``.  Every
+    configuration is repeated as the paper does (:func:`fedtrain.sweep.repeat_configs`: repeat r re-splits
+    the silos with split seed ``1000 r`` and trains with seed ``1000 r``).  Figures share runs where their
+    settings coincide, so a results store computes them once.
     """
     from fedtrain.methods.registry import method_spec
-    from fedtrain.sweep import expand_grid
+    from fedtrain.sweep import expand_grid, repeat_configs
 
     if figure not in BOOK_FIGURES:
         raise ValueError(f"figure must be one of {', '.join(BOOK_FIGURES)} (got {figure!r})")
     spec = BOOK_FIGURES[figure]
-    full = full_scale() if full is None else bool(full)
+    scale = _scale(scale, full)
+    full = SCALES[scale]["grid"] == "full"
     school = dataset.startswith("school")
     family = dataset.split("-")[0]
     if full:
-        seeds, lrs, rounds = FULL_GRID["seeds"], FULL_GRID["lrs"], None
+        repeats, lrs, rounds = FULL_GRID["repeats"], SCALES[scale].get("lrs", FULL_GRID["lrs"]), None
     else:
-        red = REDUCED["school" if school else dataset] if (school or dataset in REDUCED) else REDUCED["vehicle-standin"]
-        seeds, lrs, rounds = red["seeds"], (red["lr"],), red["rounds"]
+        red = _reduced(dataset)
+        repeats, lrs, rounds = red["repeats"], (red["lr"],), red["rounds"]
+    repeats = SCALES[scale]["repeats"] or repeats
     eps = _pick(spec["eps"], full, school)
     if eps == "paper":
         eps = FULL_EPS[family]
@@ -248,9 +328,24 @@ def book_grid(figure: str, dataset: str, *, full: bool | None = None) -> list:
         lams = LAMBDA_GRID if lams == "paper" else lams
         for m in block["methods"]:
             kw = {**paper_defaults(dataset, m), **base, **block.get("options", {}), "method": m}
-            configs.extend(expand_grid(kw, eps=list(eps), lam=list(lams) if method_spec(m).uses_lambda else [0.0],
-                                       lr=list(lrs), seed=list(seeds)))
+            grid = expand_grid(kw, eps=list(eps), lam=list(lams) if method_spec(m).uses_lambda else [0.0],
+                               lr=list(lrs), seed=[0])
+            configs.extend(rc for c in grid for rc in repeat_configs(c, repeats))
     return configs
+
+
+def theory_grid(grid: str | None = None) -> dict[str, Any]:
+    """Keyword arguments of :func:`fedtrain.sweep.gaussian_lambda_sweep` for the theory-meets-training figure
+    (:data:`THEORY_SETUP`, :data:`THEORY_GRIDS`): ``grid`` is ``"full"`` or ``"reduced"`` (default: ``"full"``
+    if :func:`full_scale` else ``"reduced"``).  λ = 0 (local training) comes first."""
+    import numpy as np
+
+    grid = grid or ("full" if full_scale() else "reduced")
+    if grid not in THEORY_GRIDS:
+        raise ValueError(f"grid must be one of {', '.join(map(repr, THEORY_GRIDS))} (got {grid!r})")
+    g = THEORY_GRIDS[grid]
+    lams = np.geomspace(*g["lams"][1:3], int(g["lams"][3])) if g["lams"][0] == "geomspace" else np.array(g["lams"])
+    return dict(THEORY_SETUP, lams=np.concatenate([[0.0], lams]), data_seeds=tuple(range(g["datasets"])))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,9 +1,11 @@
-"""The results store: one JSON file per finished run, keyed by :meth:`RunConfig.key`.
+"""Results stores: the working store of sweeps (one JSON file per run) and the committed store the book reads.
 
-Layout: ``<root>/<key>.json``, one row per run: the :class:`fedtrain.engine.RunResult` encoded by
-:meth:`RunResult.to_dict <fedtrain.engine.RunResult.to_dict>` (config, metrics, privacy, curve, the
-data summary with file and checksum), plus ``engine_version`` and ``created``.  :meth:`ResultsStore.get`
-and :meth:`ResultsStore.rows` hand back :class:`~fedtrain.engine.RunResult` objects.
+**Working store** (:class:`ResultsStore`).  Layout: ``<root>/<key>.json``, one row per run: the
+:class:`fedtrain.engine.RunResult` encoded by :meth:`RunResult.to_dict <fedtrain.engine.RunResult.to_dict>` (config,
+metrics, privacy, curve, the data summary with file and checksum), plus ``engine_version``, ``created`` and
+``provenance`` (:func:`provenance`: engine version, git commit, the command that computed the row, and its
+seconds).  :meth:`ResultsStore.get` and :meth:`ResultsStore.rows` hand back :class:`~fedtrain.engine.RunResult`
+objects.
 
 Every write goes to a temporary file in the same folder, is flushed and ``fsync``-ed, then renamed
 over the target with :func:`os.replace` (atomic on POSIX and Windows), and the folder is fsync-ed.
@@ -13,10 +15,19 @@ same key write the same run and the last rename wins; rows of different keys nev
 sweep skips every config whose key is already present (:meth:`ResultsStore.has`), so re-running it
 resumes where it stopped.  Rows written by another :data:`~fedtrain.config.ENGINE_VERSION` have other
 keys; :meth:`ResultsStore.rows` skips them.
+
+**Committed store** (:class:`CommittedStore`, :func:`committed_store`).  ``results/MANIFEST.json`` and one
+gzip'd JSON file per dataset (:func:`pack_rows`: per-silo privacy arrays and data summaries stored once,
+per-silo metrics and the ledger left out, float32 metrics written losslessly in their shortest form), written
+atomically by :func:`compute_preset` (``fedtrain sweep --preset paper --pack results``, ``make results``) from
+the working stores in ``results/work/``.  The empirical chapters read it; opening it checks the engine version
+and the files' SHA-256 and fails with :class:`StaleStoreError`, naming the command that regenerates it, when
+the engine has changed since.
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import time
@@ -29,17 +40,63 @@ from fedtrain.encoding import encode
 if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.engine import RunResult
 
-__all__ = ["ResultsStore", "DEFAULT_RESULTS_DIR", "jsonable"]
+__all__ = ["ResultsStore", "DEFAULT_RESULTS_DIR", "WORK_DIR", "jsonable", "git_commit", "provenance",
+           "pack_rows", "CommittedStore", "StaleStoreError", "committed_store", "compute_preset",
+           "REGENERATE_COMMAND", "STORE_ENV", "DROPPED_FIELDS", "pack_store", "preset_targets"]
 
-#: ``results/`` at the repository root (git-ignored); the book's full-scale grids live there.
+#: ``results/`` at the repository root: the committed store (``*.json.gz`` and ``MANIFEST.json``, see
+#: :class:`CommittedStore`) and, git-ignored, the working stores of sweeps.
 DEFAULT_RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
+#: Working stores of ``fedtrain sweep --preset`` (one JSON file per run, resumable; git-ignored).
+WORK_DIR = DEFAULT_RESULTS_DIR / "work"
+#: The command that regenerates the committed store (what an out-of-date store's error message says).
+REGENERATE_COMMAND = "make results  (= fedtrain sweep --preset paper --pack results)"
+_REPO = Path(__file__).resolve().parents[1]
+
+
+def git_commit(repo: str | os.PathLike | None = None) -> str:
+    """The checkout's commit (``git rev-parse HEAD``), with ``+dirty`` when ``fedtrain/`` or ``fedtheory/`` have
+    uncommitted changes (then the commit alone does not reproduce the numbers); ``"unknown"`` outside git."""
+    import subprocess
+
+    repo = Path(repo) if repo is not None else _REPO
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "fedtrain", "fedtheory"], cwd=repo,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    if not head:
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
+def provenance(command: str | None = None, *, seconds: float | None = None, commit: str | None = None) -> dict:
+    """A row's provenance: ``engine_version`` (:data:`~fedtrain.config.ENGINE_VERSION`), ``commit``
+    (:func:`git_commit`), ``command`` (default: this process's command line) and ``seconds`` (the run's
+    wall time; for a run trained in a batch of S by :func:`fedtrain.engine.run_many`, the batch's time / S)."""
+    import shlex
+    import sys
+
+    if command is None:
+        command = " ".join(shlex.quote(a) for a in [Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv else "python"
+    return {"engine_version": ENGINE_VERSION, "commit": commit if commit is not None else git_commit(),
+            "command": command, "seconds": None if seconds is None else float(seconds)}
 
 #: The one JSON encoder (:func:`fedtrain.encoding.encode`), under its historical name.
 jsonable = encode
 
 
+def _umask_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def _atomic_write_text(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    os.chmod(tmp, _umask_mode())  # mkstemp makes 0600 files; rows are ordinary files
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -65,10 +122,18 @@ def _atomic_write_text(path: Path, text: str) -> None:
 class ResultsStore:
     """A folder of finished runs (see the module docstring)."""
 
-    def __init__(self, root: str | os.PathLike | None = None) -> None:
+    #: Stores the sweep writes to (read-only stores, :class:`CommittedStore`, say so here).
+    read_only = False
+
+    def __init__(self, root: str | os.PathLike | None = None, *, command: str | None = None,
+                 commit: str | None = None) -> None:
         self.root = Path(root) if root is not None else DEFAULT_RESULTS_DIR
         if self.root.exists() and not self.root.is_dir():
             raise ValueError(f"results store must be a folder (got the file {self.root})")
+        #: the command recorded in every row's provenance (default: this process's command line)
+        self.command = command
+        #: the commit recorded in every row's provenance (default: :func:`git_commit` at the first write)
+        self._commit: str | None = commit
 
     def __repr__(self) -> str:
         return f"ResultsStore({str(self.root)!r}, rows={len(self)})"
@@ -127,6 +192,9 @@ class ResultsStore:
         row = result.to_dict()
         row["engine_version"] = ENGINE_VERSION
         row["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        if self._commit is None:
+            self._commit = git_commit()
+        row["provenance"] = provenance(self.command, seconds=result.wall_time, commit=self._commit)
         _atomic_write_text(self._path(result.key), json.dumps(row, sort_keys=True, allow_nan=False))
         return result
 
@@ -152,3 +220,461 @@ class ResultsStore:
             result = self._decode(path, row)
             if all(getattr(result.config, k, None) == v for k, v in where.items()):
                 yield result
+
+
+# --------------------------------------------------------------------------------------------------
+# the committed store: compact, one gzip'd JSON file per dataset, read-only
+# --------------------------------------------------------------------------------------------------
+FORMAT = "fedbook-results-1"
+MANIFEST = "MANIFEST.json"
+#: Fields of :class:`~fedtrain.engine.RunResult` that the committed form leaves out (per-silo metrics and test
+#: sizes, the per-silo ledger, weights): the figures do not read them and they would make the store ~10× larger.
+DROPPED_FIELDS = ("silo_metrics", "test_sizes", "ledger", "models")
+_PRIVACY_FIELDS = ("noise_multipliers", "eps_spent", "delta", "steps", "accountant", "adjacency")
+
+
+class StaleStoreError(ValueError):
+    """The committed results store was written by another engine version (or is missing or corrupt): its rows
+    cannot be reproduced by this checkout.  The message names the file and the command that regenerates it."""
+
+
+def _digest(value: Any) -> str:
+    import hashlib
+
+    return hashlib.sha256(json.dumps(value, sort_keys=True, allow_nan=False).encode()).hexdigest()[:16]
+
+
+def _is_float32(v: Any) -> bool:
+    import numpy as np
+
+    return not isinstance(v, float) or not math.isfinite(v) or float(np.float32(v)) == v
+
+
+def _short32(v: Any) -> Any:
+    """A float32 value as the shortest decimal that reads back to the same float32 (lossless, ~9 characters)."""
+    import numpy as np
+
+    return float(str(np.float32(v))) if isinstance(v, float) and math.isfinite(v) else v
+
+
+def _unshort32(v: Any) -> Any:
+    import numpy as np
+
+    return float(np.float32(v)) if isinstance(v, float) else v
+
+
+def pack_rows(rows: "list[dict]", **header: Any) -> dict:
+    """The compact committed form of results-store rows (dicts as :meth:`ResultsStore.put` writes them).
+
+    Per-silo privacy arrays (``noise_multipliers``, ``eps_spent``, ``delta``, ``steps``, with ``accountant`` and
+    ``adjacency``) and the data summaries are stored once per distinct value and referenced by digest;
+    :data:`DROPPED_FIELDS` are left out; test metrics and curves, float32 numbers in the engine, are written as
+    the shortest decimal of their float32 value when every one of them is a float32 (``metric_float32``), so
+    reading them back gives the same bits.  ``header`` (dataset, scale, figures...) is stored as is.
+    """
+    privacy: dict[str, dict] = {}
+    data: dict[str, dict] = {}
+    out_rows = []
+    f32 = all(_is_float32(r.get("test_metric")) and all(_is_float32(v) for v in (r.get("curve") or [])) for r in rows)
+    seconds = 0.0
+    commits, commands = set(), set()
+    for r in rows:
+        if r.get("engine_version") != ENGINE_VERSION:
+            raise ValueError(f"row {r.get('key')} was written by engine version {r.get('engine_version')}, "
+                             f"not {ENGINE_VERSION}")
+        p = {k: r.get(k) for k in _PRIVACY_FIELDS}
+        pd = _digest(p)
+        privacy.setdefault(pd, p)
+        d = r.get("data") or {}
+        dd = _digest(d)
+        data.setdefault(dd, d)
+        row = {k: v for k, v in r.items() if k not in DROPPED_FIELDS and k not in _PRIVACY_FIELDS and k != "data"}
+        row["privacy"], row["data"] = pd, dd
+        if f32:
+            row["test_metric"] = _short32(row["test_metric"])
+            if row.get("curve") is not None:
+                row["curve"] = [_short32(v) for v in row["curve"]]
+        prov = row.get("provenance") or {}
+        seconds += float(prov.get("seconds") or 0.0)
+        commits.add(str(prov.get("commit")))
+        commands.add(str(prov.get("command")))
+        out_rows.append(row)
+    return {"format": FORMAT, **header, "engine_version": ENGINE_VERSION, "rows_count": len(out_rows),
+            "seconds": seconds, "commits": sorted(commits), "commands": sorted(commands), "metric_float32": f32,
+            "dropped_fields": list(DROPPED_FIELDS), "privacy": privacy, "data": data, "rows": out_rows}
+
+
+def _unpack_row(doc: dict, row: dict) -> dict:
+    out = dict(row)
+    out.update(doc["privacy"][row["privacy"]])
+    out["data"] = doc["data"][row["data"]]
+    if doc.get("metric_float32"):
+        out["test_metric"] = _unshort32(out["test_metric"])
+        if out.get("curve") is not None:
+            out["curve"] = [_unshort32(v) for v in out["curve"]]
+    for k in DROPPED_FIELDS:
+        out.pop(k, None)
+    return out
+
+
+def _write_gzip_json(path: Path, value: Any) -> None:
+    import gzip
+
+    text = json.dumps(value, sort_keys=True, allow_nan=False, separators=(",", ":"))
+    # mtime=0: the same rows give the same bytes (and the same SHA-256 in the manifest)
+    _atomic_write_bytes(path, gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0))
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    os.chmod(tmp, _umask_mode())
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+class CommittedStore:
+    """The committed, read-only results store (``results/`` by default) that the empirical chapters read.
+
+    Layout: ``MANIFEST.json`` (format, preset, engine version, and per file: dataset, scale, figures, rows,
+    SHA-256, seconds, commits, commands; plus the wall-clock time of each computation) and one
+    ``<name>.json.gz`` per dataset (:func:`pack_rows`), written by :func:`compute_preset`.  Opening it checks
+    that every file was written by this checkout's :data:`~fedtrain.config.ENGINE_VERSION` and matches its
+    SHA-256; otherwise :class:`StaleStoreError` says which file and how to regenerate it
+    (:data:`REGENERATE_COMMAND`).  :meth:`get` and :meth:`select` hand back
+    :class:`~fedtrain.engine.RunResult` objects without :data:`DROPPED_FIELDS` (set to ``None``);
+    :meth:`provenance` gives a row's engine version, commit, command and seconds.  Passed as ``store`` to
+    :func:`fedtrain.sweep.run_sweep`, it serves the rows it holds and refuses to train the others.
+    """
+
+    read_only = True
+
+    def __init__(self, root: str | os.PathLike | None = None) -> None:
+        import gzip
+        import hashlib
+
+        self.root = Path(root) if root is not None else DEFAULT_RESULTS_DIR
+        mpath = self.root / MANIFEST
+        if not mpath.is_file():
+            raise StaleStoreError(f"no committed results store: {mpath} does not exist; compute it with "
+                                  f"{REGENERATE_COMMAND}")
+        try:
+            self.manifest = json.loads(mpath.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise StaleStoreError(f"results manifest {mpath} is unreadable ({exc}); regenerate it with "
+                                  f"{REGENERATE_COMMAND}") from exc
+        if self.manifest.get("format") != FORMAT:
+            raise StaleStoreError(f"results manifest {mpath} has format {self.manifest.get('format')!r}, not "
+                                  f"{FORMAT!r}; regenerate it with {REGENERATE_COMMAND}")
+        self.docs: dict[str, dict] = {}
+        self._index: dict[str, tuple[str, int]] = {}
+        for name, info in self.manifest.get("files", {}).items():
+            path = self.root / name
+            version = info.get("engine_version")
+            if version != ENGINE_VERSION:
+                raise StaleStoreError(
+                    f"results store {path} was written by engine version {version}, but this checkout's engine is "
+                    f"version {ENGINE_VERSION} (fedtrain.config.ENGINE_VERSION): its rows no longer reproduce. "
+                    f"Regenerate the store with {REGENERATE_COMMAND}")
+            try:
+                raw = path.read_bytes()
+            except OSError as exc:
+                raise StaleStoreError(f"results store file {path} (listed in {mpath}) is missing or unreadable "
+                                      f"({exc.strerror or exc}); regenerate it with {REGENERATE_COMMAND}") from None
+            if hashlib.sha256(raw).hexdigest() != info.get("sha256"):
+                raise StaleStoreError(f"results store file {path} does not match the SHA-256 in {mpath} (edited or "
+                                      f"truncated); regenerate it with {REGENERATE_COMMAND}")
+            doc = json.loads(gzip.decompress(raw).decode("utf-8"))
+            if doc.get("engine_version") != ENGINE_VERSION:
+                raise StaleStoreError(f"results store {path} was written by engine version {doc.get('engine_version')}"
+                                      f", not {ENGINE_VERSION}; regenerate it with {REGENERATE_COMMAND}")
+            self.docs[name] = doc
+            for i, row in enumerate(doc["rows"]):
+                self._index[row["key"]] = (name, i)
+
+    def __repr__(self) -> str:
+        return f"CommittedStore({str(self.root)!r}, rows={len(self)})"
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def keys(self) -> list[str]:
+        return sorted(self._index)
+
+    @staticmethod
+    def _key(config_or_key: RunConfig | str) -> str:
+        return config_or_key if isinstance(config_or_key, str) else config_or_key.key()
+
+    def has(self, config_or_key: RunConfig | str) -> bool:
+        return self._key(config_or_key) in self._index
+
+    __contains__ = has
+
+    def row_dict(self, config_or_key: RunConfig | str) -> dict | None:
+        """The stored row as a dict (as :meth:`ResultsStore.put` wrote it, less :data:`DROPPED_FIELDS`)."""
+        hit = self._index.get(self._key(config_or_key))
+        if hit is None:
+            return None
+        doc = self.docs[hit[0]]
+        return _unpack_row(doc, doc["rows"][hit[1]])
+
+    def get(self, config_or_key: RunConfig | str) -> "RunResult | None":
+        from fedtrain.engine import RunResult
+
+        row = self.row_dict(config_or_key)
+        if row is None:
+            return None
+        for k in DROPPED_FIELDS:
+            row.setdefault(k, None)
+        return RunResult.from_dict(row)
+
+    def provenance(self, config_or_key: RunConfig | str) -> dict:
+        """``engine_version``, ``commit``, ``command`` and ``seconds`` of a stored row."""
+        hit = self._index.get(self._key(config_or_key))
+        if hit is None:
+            raise KeyError(f"no row {self._key(config_or_key)} in {self.root}")
+        return dict(self.docs[hit[0]]["rows"][hit[1]]["provenance"])
+
+    def file_of(self, config_or_key: RunConfig | str) -> str:
+        return self._index[self._key(config_or_key)][0]
+
+    def check_writable(self) -> None:
+        """Nothing to check: :func:`fedtrain.sweep.run_sweep` never writes to a read-only store."""
+
+    def put(self, result: "RunResult") -> "RunResult":
+        raise ValueError(self.missing_message([result.config]))
+
+    def missing_message(self, configs: "list[RunConfig]") -> str:
+        c = configs[0]
+        return (f"the committed results store {self.root} has no row for {len(configs)} configuration(s), e.g. "
+                f"{c.method} on {c.dataset} eps={c.eps} lam={c.lam} lr={c.lr} rounds={c.rounds} seed={c.seed}; "
+                f"compute them with {REGENERATE_COMMAND}, or run the grid into a store of your own "
+                "(fedtrain.sweep.run_sweep(configs, store='results/work/mine'))")
+
+    def select(self, configs: "list[RunConfig]") -> "list[RunResult]":
+        """The stored results of ``configs`` (in their order); ``ValueError`` naming the command if any is missing."""
+        configs = list(configs)
+        missing = [c for c in configs if not self.has(c)]
+        if missing:
+            raise ValueError(self.missing_message(missing))
+        return [self.get(c) for c in configs]
+
+    def rows(self, **where: Any) -> "Iterator[RunResult]":
+        """Every stored run, optionally filtered on config fields (``store.rows(method="mrmtl")``)."""
+        for key in self.keys():
+            r = self.get(key)
+            if all(getattr(r.config, k, None) == v for k, v in where.items()):
+                yield r
+
+    # -- what a figure read --------------------------------------------------------------------------
+    def info(self, name: str) -> dict:
+        """The manifest entry of the file holding dataset ``name`` (or the theory figure, ``"theory"``)."""
+        for fname, info in self.manifest["files"].items():
+            if info.get("name") == name:
+                return {"file": fname, **info}
+        raise ValueError(f"name must be one of {[i.get('name') for i in self.manifest['files'].values()]} "
+                         f"(got {name!r})")
+
+    def scale(self, name: str) -> str:
+        """The scale dataset ``name``'s rows were computed at (:data:`fedtrain.presets.SCALES`)."""
+        return self.info(name)["scale"]
+
+    def grid(self, figure: str, dataset: str) -> list[RunConfig]:
+        """:func:`fedtrain.presets.book_grid` of ``figure`` on ``dataset`` at the scale this store holds."""
+        from fedtrain.presets import book_grid
+
+        return book_grid(figure, dataset, scale=self.scale(dataset))
+
+    def figure_rows(self, figure: str, dataset: str) -> "list[RunResult]":
+        """The stored rows behind ``figure`` on ``dataset`` (:meth:`grid`, :meth:`select`)."""
+        return self.select(self.grid(figure, dataset))
+
+    def theory(self) -> dict:
+        """The theory-meets-training sweep (:func:`fedtrain.sweep.gaussian_lambda_sweep`) from the stored rows,
+        on the grid the store holds (:func:`fedtrain.presets.theory_grid`)."""
+        from fedtrain.presets import theory_grid
+        from fedtrain.sweep import gaussian_lambda_sweep
+
+        return gaussian_lambda_sweep(**theory_grid(self.info("theory")["scale"]), store=self)
+
+    def note(self, name: str) -> str:
+        """Caption text (two lines) saying which store a figure read: file, engine version, commit; scale, repeats."""
+        from fedtrain.presets import SCALES, THEORY_GRIDS, grid_note
+
+        info = self.info(name)
+        commits = ", ".join(c[:7] + ("+dirty" if c.endswith("+dirty") else "") for c in info.get("commits", []))
+        if name == "theory":
+            g = THEORY_GRIDS[info["scale"]]
+            grid = f"{info['scale']} grid: {g['datasets']} datasets"
+        else:
+            grid = grid_note(name, scale=info["scale"])
+            if SCALES[info["scale"]]["grid"] != "full":
+                grid += " (not paper scale)"
+        return f"store {self.root.name}/{info['file']}, engine v{info['engine_version']}, commit {commits}\n{grid}"
+
+
+#: Environment variable naming another committed store for the chapters to read (default ``results/``).
+STORE_ENV = "FEDBOOK_RESULTS_STORE"
+
+
+def committed_store(root: str | os.PathLike | None = None) -> CommittedStore:
+    """The committed results store, checked (:class:`CommittedStore`): ``root``, else the folder named by the
+    environment variable ``FEDBOOK_RESULTS_STORE`` (e.g. a store packed with ``fedtrain sweep --preset ...
+    --pack DIR``), else ``results/``."""
+    if root is None:
+        root = os.environ.get(STORE_ENV) or None
+    return CommittedStore(root)
+
+
+# --------------------------------------------------------------------------------------------------
+# computing a preset (``make results``)
+# --------------------------------------------------------------------------------------------------
+def _stages(configs: "list[RunConfig]") -> "list[list[RunConfig]]":
+    """``configs`` cut into consecutive runs of one method (the order a preset computes them in)."""
+    out: list[list[RunConfig]] = []
+    for c in configs:
+        if out and out[-1][0].method == c.method:
+            out[-1].append(c)
+        else:
+            out.append([c])
+    return out
+
+
+def preset_targets(preset: str) -> "list[tuple[str, str, list[RunConfig]]]":
+    """``(name, scale, configs)`` per file of preset ``preset`` (:data:`fedtrain.presets.RESULTS_PRESETS`): each
+    dataset's figures (:data:`fedtrain.presets.DATASET_FIGURES`, in that order, shared runs once; within a
+    figure, method by method) and the theory figure."""
+    from fedtrain.presets import DATASET_FIGURES, RESULTS_PRESETS, book_grid, theory_grid
+    from fedtrain.sweep import gaussian_lambda_configs
+
+    if preset not in RESULTS_PRESETS:
+        raise ValueError(f"preset must be one of {', '.join(map(repr, RESULTS_PRESETS))} (got {preset!r})")
+    spec = RESULTS_PRESETS[preset]
+    out = []
+    for ds, scale in spec["datasets"].items():
+        configs, seen = [], set()
+        for fig in DATASET_FIGURES[ds]:
+            for c in book_grid(fig, ds, scale=scale):
+                if c.key() not in seen:
+                    seen.add(c.key())
+                    configs.append(c)
+        out.append((ds, scale, configs))
+    if spec.get("theory"):
+        out.append(("theory", spec["theory"], gaussian_lambda_configs(**theory_grid(spec["theory"]))))
+    return out
+
+
+def compute_preset(preset: str, *, work: str | os.PathLike | None = None, pack: str | os.PathLike | None = None,
+                   names: "list[str] | None" = None, command: str | None = None, progress: bool | None = None,
+                   chunk_size: int = 64, runner: Any = None, dry_run: bool = False) -> dict:
+    """Compute every row of preset ``preset`` into working stores ``work/<name>/`` (resumable: finished rows are
+    skipped), then, with ``pack``, write the committed store there (:class:`CommittedStore`: one
+    ``<name>.json.gz`` per dataset and ``MANIFEST.json``, each written atomically).
+
+    ``names`` limits the computation to some files (datasets or ``"theory"``); packing needs all of them.
+    Returns ``{"rows": n, "computed": n new, "seconds": wall time, "files": {...}}``.  The wall time of every
+    call is appended to ``work/computations.jsonl`` and listed in the manifest.
+    """
+    from fedtrain.presets import LR_COMPUTE_ORDER
+    from fedtrain.sweep import run_sweep
+
+    work = Path(work) if work is not None else WORK_DIR
+    targets = preset_targets(preset)
+    if names is not None:
+        unknown = set(names) - {t[0] for t in targets}
+        if unknown:
+            raise ValueError(f"names must be among {[t[0] for t in targets]} (got {sorted(unknown)})")
+        targets = [t for t in targets if t[0] in names]
+    if dry_run:
+        return {"rows": sum(len(t[2]) for t in targets), "files": {t[0]: len(t[2]) for t in targets}}
+    command = command or provenance()["command"]
+    commit = git_commit()
+    t0 = time.time()
+    computed = 0
+    # the stand-ins and the theory figure first (minutes), then each dataset figure by figure, method by
+    # method: an interrupted computation leaves whole figures done
+    order = sorted(targets, key=lambda t: (t[1] == "paper", len(t[2])))
+    # within a target, the learning rates in LR_COMPUTE_ORDER (stable: figure by figure, method by method)
+    tier = {lr: i for i, lr in enumerate(LR_COMPUTE_ORDER)}
+    order = [(n, s, sorted(cs, key=lambda c: tier.get(c.lr, len(tier)))) for n, s, cs in order]
+    stores = {}
+    for name, scale, configs in order:
+        store = stores[name] = ResultsStore(work / name, command=command, commit=commit)
+        store.check_writable()
+    for name, scale, configs in order:
+        store = stores[name]
+        for stage in _stages(configs):
+            before = sum(store.has(c) for c in stage)
+            run_sweep(stage, store=store, progress=progress, chunk_size=chunk_size, runner=runner)
+            computed += len(stage) - before
+            if progress is not False and len(stage) > before:
+                print(f"{time.strftime('%H:%M:%S')} {name}: {stage[0].method} x{len(stage)} done "
+                      f"({computed} computed, {time.time() - t0:.0f} s)", flush=True)
+    seconds = time.time() - t0
+    work.mkdir(parents=True, exist_ok=True)
+    log = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0)), "seconds": round(seconds, 1),
+           "computed": computed, "names": [t[0] for t in targets], "preset": preset, "command": command,
+           "commit": git_commit(), "engine_version": ENGINE_VERSION}
+    with open(work / "computations.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(log) + "\n")
+    out = {"rows": sum(len(t[2]) for t in targets), "computed": computed, "seconds": seconds, "files": {}}
+    if pack is not None:
+        if names is not None and set(names) != {t[0] for t in preset_targets(preset)}:
+            raise ValueError("packing the committed store needs every file of the preset; drop names=")
+        out["files"] = pack_store(preset, work=work, out=pack)
+    return out
+
+
+def pack_store(preset: str, *, work: str | os.PathLike | None = None, out: str | os.PathLike | None = None) -> dict:
+    """Write the committed store of ``preset`` to ``out`` from the working stores in ``work`` (every row must be
+    there: :func:`compute_preset` first).  Returns the manifest's ``files``."""
+    import hashlib
+
+    from fedtrain.presets import DATASET_FIGURES
+
+    work = Path(work) if work is not None else WORK_DIR
+    out = Path(out) if out is not None else DEFAULT_RESULTS_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for name, scale, configs in preset_targets(preset):
+        store = ResultsStore(work / name)
+        rows = []
+        for c in configs:
+            path = store._path(c.key())
+            if not path.is_file():
+                raise ValueError(f"working store {store.root} lacks {c.method} eps={c.eps} lam={c.lam} lr={c.lr} "
+                                 f"seed={c.seed} (and maybe more); run fedtrain sweep --preset {preset} first")
+            rows.append(store._read(path))
+        figures = list(DATASET_FIGURES.get(name, ("theory",)))
+        doc = pack_rows(rows, name=name, dataset=configs[0].dataset, scale=scale, figures=figures, preset=preset)
+        fname = f"{name}.json.gz"
+        _write_gzip_json(out / fname, doc)
+        raw = (out / fname).read_bytes()
+        files[fname] = {"name": name, "dataset": configs[0].dataset, "scale": scale, "figures": figures,
+                        "rows": len(rows), "bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest(),
+                        "engine_version": ENGINE_VERSION, "seconds_in_runs": round(doc["seconds"], 1),
+                        "commits": doc["commits"], "commands": doc["commands"]}
+    computations = []
+    log = work / "computations.jsonl"
+    if log.is_file():
+        for line in log.read_text(encoding="utf-8").splitlines():
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if entry.get("engine_version") == ENGINE_VERSION:  # every computation that filled these stores
+                computations.append(entry)
+    manifest = {"format": FORMAT, "preset": preset, "engine_version": ENGINE_VERSION,
+                "regenerate": REGENERATE_COMMAND, "files": files, "computations": computations,
+                "wall_seconds": round(sum(c["seconds"] for c in computations), 1)}
+    _atomic_write_text(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
+    return files

@@ -6,7 +6,8 @@ checks every configuration against its data (δ_k < n_k^{-1.1}, per-silo budget 
 *before training anything*, skips the configurations already in the store, and trains the rest with
 :func:`fedtrain.engine.run_many` (which stacks configurations that differ only in ε, δ, λ, η, clip,
 seed or accountant) in chunks, storing each run as soon as its chunk finishes.  An interrupted sweep
-loses at most its current chunk; re-running it resumes.  :func:`summarize` turns rows into
+loses at most its current chunk; re-running it resumes.  The chunks run in this process or as Ray tasks
+(``executor="ray"``, :mod:`fedtrain.executors`); either way only this process writes the store.  :func:`summarize` turns rows into
 mean ± standard deviation over seeds (runs that diverged are counted and left out).
 
 Repeats as the paper runs them: :func:`repeat_config` gives repeat ``r`` of a configuration, which
@@ -35,13 +36,14 @@ from fedtheory.validation import check_integer_at_least
 from fedtrain.config import RunConfig
 from fedtrain.data.base import FederatedData
 from fedtrain.encoding import encode
+from fedtrain.executors import Batch, Executor, SweepTaskError, get_executor
 from fedtrain.results import ResultsStore
 
 if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.engine import RunResult
 
 __all__ = ["expand_grid", "run_sweep", "REPEAT_SEED_STRIDE", "repeat_config", "repeat_configs", "run_repeats", "summarize", "select_rows", "load_config_data", "Runner",
-           "gaussian_lambda_sweep"]
+           "gaussian_lambda_sweep", "gaussian_lambda_configs"]
 
 #: Seed step between repeats (:func:`repeat_config`), the paper's code's ``seed + 1000 * r``.
 REPEAT_SEED_STRIDE = 1000
@@ -120,6 +122,8 @@ def run_sweep(
     runner: Runner | None = None,
     chunk_size: int = 32,
     progress: bool | None = None,
+    executor: "str | Executor | None" = None,
+    executor_options: Mapping[str, Any] | None = None,
 ) -> list["RunResult"]:
     """Run every configuration not yet in ``store``; return all results in the order of ``configs``.
 
@@ -128,9 +132,16 @@ def run_sweep(
     store : a :class:`ResultsStore` or its folder; ``None`` keeps rows in memory only.
     data : the dataset to use (for sweeps over one dataset) or a mapping ``config.dataset -> data``;
         otherwise each dataset is loaded with :func:`load_config_data` (``data_dir`` for real files).
-    runner : ``runner(configs, data) -> results`` (default :func:`fedtrain.engine.run_many`).
-    chunk_size : configurations handed to the runner at once; each chunk is stored when it finishes.
+    runner : ``runner(configs, data) -> results`` (default :func:`fedtrain.engine.run_many`); for the ray
+        executor it must be picklable (a module-level function or object).
+    chunk_size : configurations handed to the runner at once (one batch; one Ray task); each batch is
+        stored when it finishes.
     progress : tqdm bar over configurations; ``None`` = only when stdout is a terminal.
+    executor : where the batches run (:mod:`fedtrain.executors`): ``"local"`` (default, this process),
+        ``"ray"`` (Ray tasks; ``executor_options``: ``address``, ``num_cpus``, ``retries``, ``threads``), or an
+        :class:`~fedtrain.executors.Executor` (left open for the caller).  Only this process writes the store;
+        batches that still fail after their retries raise :class:`~fedtrain.executors.SweepTaskError` once
+        the others are stored.
 
     The store's folder is checked to be writable before anything loads or trains.  Every result
     records the data it was trained on (``result.data``: name, file and SHA-256 for real data).
@@ -140,10 +151,10 @@ def run_sweep(
     for c in configs:
         if not isinstance(c, RunConfig):
             raise ValueError(f"configs must be RunConfig objects (got {type(c).__name__})")
-    if store is not None and not isinstance(store, ResultsStore):
+    if store is not None and not isinstance(store, ResultsStore) and not getattr(store, "read_only", False):
         store = ResultsStore(store)
     if store is not None:
-        store.check_writable()
+        store.check_writable()  # a read-only store (the committed one) checks nothing here; see phase 2
     memory: dict[str, RunResult] = {}
 
     def finished(c: RunConfig) -> bool:
@@ -165,6 +176,8 @@ def run_sweep(
         pending = [c for c in group if not finished(c)]
         if not pending:
             continue
+        if store is not None and getattr(store, "read_only", False):  # the committed store: never trains
+            raise ValueError(store.missing_message(pending))
         if isinstance(data, FederatedData):
             d = data
         elif isinstance(data, Mapping) and name in data:
@@ -179,38 +192,52 @@ def run_sweep(
                                  f"on {c.dataset}: {exc}") from exc
         todo.append((d, sorted(pending, key=_batch_order)))
 
-    # phase 2: train in chunks, store as we go
-    if runner is None:
-        from fedtrain.engine import run_many
-
-        def runner(cs, d):  # noqa: E306
-            return run_many(cs, d)
-
-    total = sum(len(p) for _, p in todo)
+    # phase 2: train in batches (one runner call each) on the executor; the driver stores each batch's rows
+    batches: list[Batch] = []
+    summaries = []
+    for d, pending in todo:
+        summary = d.summary()
+        for start in range(0, len(pending), chunk_size):
+            batches.append(Batch(pending[start:start + chunk_size], d))
+            summaries.append(summary)
+    total = sum(len(b.configs) for b in batches)
     bar = None
     if total and _progress_enabled(progress):
         from tqdm.auto import tqdm
 
         bar = tqdm(total=total, desc="sweep", unit="run")
+    owned = not isinstance(executor, Executor)
+    ex = get_executor(executor, **dict(executor_options or {})) if batches else None
+    failures: list[tuple[Batch, str]] = []
+    stored = 0
+    outcomes = ex.run(batches, runner) if ex is not None else iter(())
     try:
-        for d, pending in todo:
-            summary = d.summary()
-            for start in range(0, len(pending), chunk_size):
-                chunk = pending[start:start + chunk_size]
-                results = list(runner(chunk, d))
-                if len(results) != len(chunk):
-                    raise RuntimeError(f"runner returned {len(results)} results for {len(chunk)} configurations")
-                for c, r in zip(chunk, results):
-                    if r.config.key() != c.key():
-                        raise RuntimeError(f"runner returned the result of another configuration ({r.config})")
-                    if not r.data:
-                        r.data = summary
-                    memory[c.key()] = store.put(r) if store is not None else r
-                if bar is not None:
-                    bar.update(len(chunk))
+        for i, results in outcomes:
+            chunk = batches[i].configs
+            if isinstance(results, BaseException):
+                failures.append((batches[i], f"{type(results).__name__}: {results}"))
+                continue
+            if len(results) != len(chunk):
+                raise RuntimeError(f"runner returned {len(results)} results for {len(chunk)} configurations")
+            for c, r in zip(chunk, results):
+                if r.config.key() != c.key():
+                    raise RuntimeError(f"runner returned the result of another configuration ({r.config})")
+            for c, r in zip(chunk, results):  # the whole batch checked first: never a partial batch stored
+                if not r.data:
+                    r.data = summaries[i]
+                memory[c.key()] = store.put(r) if store is not None else r
+                stored += 1
+            if bar is not None:
+                bar.update(len(chunk))
     finally:
+        if hasattr(outcomes, "close"):
+            outcomes.close()  # an executor's clean-up (Ray: cancel the tasks still running) on Ctrl-C or an error
         if bar is not None:
             bar.close()
+        if ex is not None and owned:
+            ex.close()
+    if failures:
+        raise SweepTaskError(failures, stored)
 
     rows = []
     for c in configs:
@@ -314,6 +341,23 @@ def summarize(rows: Iterable["RunResult"], by: Sequence[str] = ("method", "eps",
     return out
 
 
+def gaussian_lambda_configs(*, eps_values: Sequence[float], lams: Sequence[float], num_silos: int = 50, n: int = 50,
+                            tau: float = 0.25, sigma: float = 1.0, data_seeds: Sequence[int] = tuple(range(8)),
+                            rounds: int = 30, batch_size: int = 10, clip: float = 3.0, lr: float = 0.05,
+                            prox_mode: str = "post-noise") -> list[RunConfig]:
+    """The configurations :func:`gaussian_lambda_sweep` runs (same arguments, without ``store``): per dataset
+    seed, MR-MTL at every (ε, λ) and FedAvg at every ε."""
+    configs: list[RunConfig] = []
+    for s in data_seeds:
+        opts = dict(num_silos=int(num_silos), n=int(n), tau=float(tau), sigma=float(sigma), test="centres",
+                    n_test=1, seed=int(s))
+        base = dict(dataset="gaussian", dataset_options=opts, rounds=rounds, batch_size=batch_size, clip=clip,
+                    lr=lr, prox_mode=prox_mode, seed=int(s))
+        configs += expand_grid({**base, "method": "mrmtl"}, eps=list(eps_values), lam=[float(v) for v in lams])
+        configs += expand_grid({**base, "method": "fedavg"}, eps=list(eps_values))
+    return configs
+
+
 def gaussian_lambda_sweep(
     *,
     eps_values: Sequence[float],
@@ -345,13 +389,10 @@ def gaussian_lambda_sweep(
     lams = [float(v) for v in lams]
     per: dict[tuple, list[float]] = {}
     privacy: dict[float, tuple[set, set]] = {}
+    setup = dict(eps_values=eps_values, lams=lams, num_silos=num_silos, n=n, tau=tau, sigma=sigma, rounds=rounds,
+                 batch_size=batch_size, clip=clip, lr=lr, prox_mode=prox_mode)
     for s in data_seeds:
-        opts = dict(num_silos=int(num_silos), n=int(n), tau=float(tau), sigma=float(sigma), test="centres",
-                    n_test=1, seed=int(s))
-        base = dict(dataset="gaussian", dataset_options=opts, rounds=rounds, batch_size=batch_size, clip=clip,
-                    lr=lr, prox_mode=prox_mode, seed=int(s))
-        configs = expand_grid({**base, "method": "mrmtl"}, eps=list(eps_values), lam=lams)
-        configs += expand_grid({**base, "method": "fedavg"}, eps=list(eps_values))
+        configs = gaussian_lambda_configs(**setup, data_seeds=(s,))
         for r in run_sweep(configs, store=store, progress=False):
             c = r.config
             key = (c.method, float(c.eps), float(c.lam))

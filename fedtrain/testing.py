@@ -10,7 +10,7 @@ import numpy as np
 
 from fedtrain.data.base import FederatedData
 
-__all__ = ["tiny_federated", "tiny_images", "fake_result"]
+__all__ = ["tiny_federated", "tiny_images", "fake_result", "FlakyRunner"]
 
 
 def tiny_federated(task: str = "regression", *, num_silos: int = 5, dim: int = 4, n_range=(40, 80),
@@ -87,3 +87,45 @@ def fake_result(config, test_metric: float, *, metric: str = "mse", num_silos: i
               data={"name": config.dataset, "real": True})
     kw.update(fields)
     return RunResult(**kw)
+
+
+class FlakyRunner:
+    """A sweep runner (:func:`fedtrain.sweep.run_sweep`'s ``runner``) with injected faults, for tests of
+    executors' retries and resumption; picklable, its state in files, so it works across Ray workers.
+
+    Every call is recorded as a file ``call-*.json`` in ``folder`` (the keys of its configurations).  A batch
+    whose first configuration's key is in ``fail_keys`` (all batches when ``fail_keys`` is ``None``) raises
+    ``RuntimeError("injected fault")`` on its first ``fail_times`` calls, then runs
+    :func:`fedtrain.engine.run_many`.
+    """
+
+    def __init__(self, folder, fail_times: int = 1, fail_keys=None):
+        self.folder = str(folder)
+        self.fail_times = int(fail_times)
+        self.fail_keys = None if fail_keys is None else set(fail_keys)
+
+    def calls(self) -> list[list[str]]:
+        """The configuration keys of every call so far (in no particular order)."""
+        import json
+        from pathlib import Path
+
+        return [json.loads(p.read_text()) for p in sorted(Path(self.folder).glob("call-*.json"))]
+
+    def __call__(self, configs, data):
+        import json
+        import uuid
+        from pathlib import Path
+
+        from fedtrain.engine import run_many
+
+        folder = Path(self.folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        keys = [c.key() for c in configs]
+        (folder / f"call-{uuid.uuid4().hex}.json").write_text(json.dumps(keys))
+        if self.fail_keys is None or keys[0] in self.fail_keys:
+            marker = folder / f"failed-{keys[0]}"
+            done = len(marker.read_text()) if marker.exists() else 0
+            if done < self.fail_times:
+                marker.write_text("x" * (done + 1))
+                raise RuntimeError("injected fault")
+        return run_many(configs, data)

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from fedtrain.data import load_dataset
+from fedtrain.data.registry import split_seed_option
 from fedtrain.presets import LAMBDA_GRID, LR_GRID, PAPER_DEFAULTS, REDUCED, REDUCED_EPS, book_grid, full_scale
 from fedtrain.results import ResultsStore
 from fedtrain.sweep import run_sweep
@@ -24,7 +25,10 @@ def _paper(ds):
 def test_full_grids_have_the_papers_settings(fig, ds):
     grid = book_grid(fig, ds, full=True)
     paper = _paper(ds)
-    assert {c.seed for c in grid} == {0, 1, 2, 3, 4}  # 5 seeds (App. C.4)
+    # 5 repeats (App. C.4), each re-splitting the silos as the paper's code does (seeds s + 1000 r)
+    assert {c.seed for c in grid} == {0, 1000, 2000, 3000, 4000}
+    split = split_seed_option(ds)
+    assert {(c.seed, c.dataset_options[split]) for c in grid} == {(1000 * r, 1000 * r) for r in range(5)}
     assert {c.rounds for c in grid} == {paper["rounds"]}
     assert {(c.batch_size, c.clip, c.delta) for c in grid} == {(paper["batch_size"], paper["clip"], paper["delta"])}
     assert {c.local_epochs for c in grid} == {1}
@@ -33,7 +37,7 @@ def test_full_grids_have_the_papers_settings(fig, ds):
     if fig == "fig2" or (fig == "fig5" and ds == "school"):
         assert lrs == {0.01}  # Figs. 2 and A2 fix eta = 0.01; School's lambda panels use it too
     else:
-        assert lrs == {0.01, 0.03, 0.1}  # the middle of the paper's grid (hours, not days, of CPU)
+        assert lrs == set(LR_GRID)  # the paper's learning-rate grid
     for m in ("mrmtl", "ditto", "mocha"):
         lams = {c.lam for c in grid if c.method == m}
         if lams:
@@ -57,7 +61,11 @@ def test_reduced_grids_and_environment(monkeypatch):
             grid = book_grid(fig, ds, full=False)
             red = REDUCED[ds]
             assert {c.rounds for c in grid} == {red["rounds"]} and {c.lr for c in grid} == {red["lr"]}
-            assert {c.seed for c in grid} == set(red["seeds"])
+            assert {c.seed for c in grid} == {1000 * r for r in range(red["repeats"])}
+            five = book_grid(fig, ds, scale="reduced-5")
+            assert {c.seed for c in five} == {1000 * r for r in range(5)}
+            assert {c.replace(seed=0, dataset_options={}) for c in five} == \
+                {c.replace(seed=0, dataset_options={}) for c in grid}  # the same grid, 5 repeats
         if ds in REDUCED_EPS:
             assert {c.eps for c in book_grid("fig5", ds, full=False)} == set(REDUCED_EPS[ds])
     monkeypatch.setenv("FEDBOOK_FULL", "1")
@@ -67,9 +75,9 @@ def test_reduced_grids_and_environment(monkeypatch):
 
 
 def test_interrupted_full_sweep_resumes_from_the_store(tmp_path):
-    grid = book_grid("fig5", "vehicle-standin", full=True)
+    grid = [c for c in book_grid("fig5", "vehicle-standin", full=True) if c.seed == 0]  # one repeat: one split
     data = load_dataset("vehicle-standin")
-    assert len(grid) > 500
+    assert len(grid) > 400
     done: list[str] = []
 
     def interrupted(cs, d):
@@ -97,9 +105,12 @@ def test_interrupted_full_sweep_resumes_from_the_store(tmp_path):
 def test_grid_note_names_the_grid():
     from fedtrain.presets import REDUCED, grid_note
 
-    assert grid_note("school", full=True) == "paper-scale grid"
+    assert grid_note("school", full=True).startswith("paper-scale grid") and "5 repeats" in grid_note("school", full=True)
     r = REDUCED["school"]
-    assert grid_note("school", full=False) == f"reduced grid: {r['rounds']} rounds, η={r['lr']}, 2 seeds"
+    assert grid_note("school", full=False) == f"reduced grid: {r['rounds']} rounds, η={r['lr']}, 2 repeats"
+    assert grid_note("school", scale="reduced-5") == f"reduced grid: {r['rounds']} rounds, η={r['lr']}, 5 repeats"
+    with pytest.raises(ValueError, match="scale must be one of"):
+        grid_note("school", scale="huge")
     with pytest.raises(ValueError, match="dataset must be one of"):
         grid_note("nope", full=False)
 

@@ -78,6 +78,7 @@ def test_round_trip_and_key():
     (dict(num_clusters=0), r"num_clusters must be an integer >= 1"),  # another method's option: still checked
     (dict(dataset_options={"f": object()}), r"dataset_options must hold only JSON values"),
     (dict(dataset=""), r"dataset must be a non-empty string"),
+    (dict(dataset="noniid-digits"), r"dataset 'noniid-digits' is one of FedHDP's client-level datasets"),
     (dict(lamda=1.0), r"unknown RunConfig field\(s\) \['lamda'\]"),
 ])
 def test_bad_configs_raise(kw, match):

@@ -176,3 +176,15 @@ def test_new_sampler_gives_the_old_results_in_distribution():
     assert abs(new.mean() - old.mean()) <= 4 * se, (new.mean(), old.mean(), se)
     log_ratio = math.log(new.std(ddof=1) / old.std(ddof=1))
     assert abs(log_ratio) <= 4 / math.sqrt(R - 1), (new.std(ddof=1), old.std(ddof=1))
+
+
+def test_wide_data_gather_without_a_table_gives_the_same_batches():
+    """Rows wider than the table limit are gathered column block by column block: the same batches."""
+    a, _ = _batcher("geometric")
+    b, _ = _batcher("geometric")
+    b.table = None  # what the batcher does for wide rows (images)
+    ga, gb = [torch.Generator().manual_seed(3)], [torch.Generator().manual_seed(3)]
+    for _ in range(3):
+        for xa, xb in zip(a.sample_epoch(ga, 4), b.sample_epoch(gb, 4)):
+            for u, v in zip(xa, xb):
+                assert torch.equal(u, v)

@@ -9,17 +9,55 @@ Submodules: :mod:`~fedtheory.privacy.events` (mechanisms described as ``dp_accou
 ``step_fusion`` (App. A.3 fused local steps) and ``model_averaging`` (averaging locally private models) are
 importable as submodules (not imported here).  Adjacency is add/remove-one record unless stated.
 """
-from fedtheory.privacy.accountants import ACCOUNTANTS, get_accountant
-from fedtheory.privacy.calibration import calibrate
-from fedtheory.privacy.dpsgd import epsilon, noise_multiplier
-from fedtheory.privacy.events import dpsgd_event, gaussian_event, selection_event
-from fedtheory.privacy.exponential import (error_rate_sensitivity, exponential_mechanism_rdp, ifca_budget_split,
-                                           ifca_selection_rdp, private_argmin)
-from fedtheory.privacy.gaussian import (analytic_gaussian_sigma, gaussian_delta, gaussian_epsilon, gaussian_rdp,
-                                        gaussian_sigma, rdp_gaussian_sigma)
-from fedtheory.privacy.rdp import (DEFAULT_ORDERS, rdp_to_epsilon, rdp_to_zcdp, subsampled_gaussian_rdp,
-                                   zcdp_epsilon, zcdp_rho, zcdp_to_rdp)
-from fedtheory.privacy.silos import silo_epsilons, silo_noise_multipliers, silo_sample_rates, silo_steps
+# The names below are imported from their submodules on first use (PEP 562), so that importing one
+# submodule (e.g. the accountants, for `fedtrain run`) does not import them all (scipy.optimize, ...).
+_LAZY = {
+    'ACCOUNTANTS': 'fedtheory.privacy.accountants',
+    'get_accountant': 'fedtheory.privacy.accountants',
+    'calibrate': 'fedtheory.privacy.calibration',
+    'epsilon': 'fedtheory.privacy.dpsgd',
+    'noise_multiplier': 'fedtheory.privacy.dpsgd',
+    'dpsgd_event': 'fedtheory.privacy.events',
+    'gaussian_event': 'fedtheory.privacy.events',
+    'selection_event': 'fedtheory.privacy.events',
+    'error_rate_sensitivity': 'fedtheory.privacy.exponential',
+    'exponential_mechanism_rdp': 'fedtheory.privacy.exponential',
+    'ifca_budget_split': 'fedtheory.privacy.exponential',
+    'ifca_selection_rdp': 'fedtheory.privacy.exponential',
+    'private_argmin': 'fedtheory.privacy.exponential',
+    'analytic_gaussian_sigma': 'fedtheory.privacy.gaussian',
+    'gaussian_delta': 'fedtheory.privacy.gaussian',
+    'gaussian_epsilon': 'fedtheory.privacy.gaussian',
+    'gaussian_rdp': 'fedtheory.privacy.gaussian',
+    'gaussian_sigma': 'fedtheory.privacy.gaussian',
+    'rdp_gaussian_sigma': 'fedtheory.privacy.gaussian',
+    'DEFAULT_ORDERS': 'fedtheory.privacy.rdp',
+    'rdp_to_epsilon': 'fedtheory.privacy.rdp',
+    'rdp_to_zcdp': 'fedtheory.privacy.rdp',
+    'subsampled_gaussian_rdp': 'fedtheory.privacy.rdp',
+    'zcdp_epsilon': 'fedtheory.privacy.rdp',
+    'zcdp_rho': 'fedtheory.privacy.rdp',
+    'zcdp_to_rdp': 'fedtheory.privacy.rdp',
+    'silo_epsilons': 'fedtheory.privacy.silos',
+    'silo_noise_multipliers': 'fedtheory.privacy.silos',
+    'silo_sample_rates': 'fedtheory.privacy.silos',
+    'silo_steps': 'fedtheory.privacy.silos',
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'fedtheory.privacy' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "ACCOUNTANTS", "DEFAULT_ORDERS", "get_accountant", "calibrate", "dpsgd_event", "gaussian_event",

@@ -20,7 +20,11 @@ target, δ, ``rtol``, the library versions that compute ε and the events at two
 proportional to z, or a fixed family of curves).  Files are written to a temporary name and renamed
 (atomic: concurrent writers of one key write the same bits, the last rename wins); an unreadable,
 corrupt or mismatched file is ignored and rewritten.  A cached value is the float the search
-returned (JSON keeps float64 exactly), so cached and uncached runs are bit-identical.
+returned (JSON keeps float64 exactly), so cached and uncached runs are bit-identical.  The file also
+holds the accountant's certified ε of the event at that z, which is put back into the accountant's
+in-process memo on reading (:meth:`~fedtheory.privacy.accountants.Accountant.remember`): a run whose
+ledger matches its plan then reports its ε spent without evaluating the accountant (nor importing
+scipy), bit-identical to computing it.
 """
 from __future__ import annotations
 
@@ -32,8 +36,6 @@ import tempfile
 import warnings
 from pathlib import Path
 from typing import Callable
-
-from scipy import optimize
 
 from fedtheory._validation import check_open_interval, check_positive
 from fedtheory.privacy.accountants import ACCOUNTANTS, get_accountant
@@ -111,6 +113,8 @@ def _search(eps_fn: Callable[[float], float], target: float, rtol: float) -> flo
     if hi <= lo or hi / lo - 1 <= rtol:  # (hi <= lo only if eps_fn were not monotone: hi is certified anyway)
         return hi
     g = lambda s: math.log(max(f(math.exp(s)), 1e-300)) - lt  # noqa: E731
+    from scipy import optimize  # here, not at import: a run whose calibrations are cached never needs it
+
     root = math.exp(optimize.brentq(g, math.log(lo), math.log(hi), xtol=rtol / 4))
     z = min(root * (1 + rtol / 2), hi)
     while f(z) > target:  # one-sided stop
@@ -169,24 +173,26 @@ def _path(folder: Path, key: dict) -> Path:
     return folder / f"{digest[:40]}.json"
 
 
-def _read(path: Path, key: dict) -> float | None:
+def _read(path: Path, key: dict) -> tuple[float | None, float | None]:
+    """``(z, eps at z)`` from a cache file (``eps`` None when the file has none), or ``(None, None)``."""
     try:
         obj = json.loads(path.read_text())
         z = obj["noise_multiplier"]
         if obj["key"] != key or not isinstance(z, float) or not (z >= 0 and math.isfinite(z)):
-            return None
-        return z
+            return None, None
+        eps = obj.get("epsilon")
+        return z, eps if isinstance(eps, float) and math.isfinite(eps) and eps >= 0 else None
     except (OSError, ValueError, KeyError, TypeError):
-        return None  # missing, unreadable or corrupt: recompute and rewrite
+        return None, None  # missing, unreadable or corrupt: recompute and rewrite
 
 
-def _write(path: Path, key: dict, z: float) -> None:
+def _write(path: Path, key: dict, z: float, eps: float | None = None) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(fd, "w") as fh:
-                json.dump({"key": key, "noise_multiplier": z}, fh, sort_keys=True)
+                json.dump({"key": key, "noise_multiplier": z, "epsilon": eps}, fh, sort_keys=True)
             os.replace(tmp, path)
         except BaseException:
             try:
@@ -231,11 +237,19 @@ def calibrate(event_of_noise: Callable[[float], DpEvent], target_eps: float, del
         return _MEMO[memo_key]
     folder = cache_dir() if cache else None
     path = _path(folder, key) if folder is not None else None
-    z = _read(path, key) if path is not None else None
+    z, eps = _read(path, key) if path is not None else (None, None)
+    acc = get_accountant(accountant)
     if z is None:
         z = float(_solve(event_of_noise, target, delta, accountant, rtol))
         if path is not None:
-            _write(path, key, z)
+            # the certified ε at z (the accountant's memo already holds it from the search's last check)
+            eps = acc.epsilon(event_of_noise(z), delta) if z > 0 else None
+            _write(path, key, z, eps if eps is not None and math.isfinite(eps) else None)
+    elif z > 0 and eps is not None:
+        acc.remember(event_of_noise(z), delta, eps)  # what acc.epsilon computed for this event when it was written
+    elif z > 0:  # a file written before it held ε: add it
+        eps = acc.epsilon(event_of_noise(z), delta)
+        _write(path, key, z, eps if math.isfinite(eps) else None)
     if len(_MEMO) > 100_000:
         _MEMO.clear()
     _MEMO[memo_key] = z

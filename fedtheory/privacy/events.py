@@ -23,10 +23,56 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import importlib.util
+import sys
+
 import attr
 import numpy as np
-from dp_accounting.dp_event import (ComposedDpEvent, DpEvent, GaussianDpEvent, NoOpDpEvent, PoissonSampledDpEvent,
-                                    SelfComposedDpEvent, ZCDpEvent)
+
+
+def _dp_event_module():
+    """``dp_accounting.dp_event`` (the event classes), without running ``dp_accounting/__init__.py``.
+
+    The package's ``__init__`` imports all its accountants (PLD, RDP, mechanism calibration, with
+    ``scipy.stats`` and ``scipy.signal``: 1-3 s), which a run that only builds events and reads the
+    calibration cache never uses.  The module file itself imports only ``attr`` and the standard
+    library, so it is loaded from the installed package under its own name and registered in
+    ``sys.modules``: a later ``import dp_accounting`` (the ``pld`` accountant) finds it there and uses
+    the same classes (``isinstance`` and pickling work across both routes).
+    """
+    name = "dp_accounting.dp_event"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec("dp_accounting")  # locates the package without importing it
+    if spec is None or not spec.submodule_search_locations:  # pragma: no cover - dp_accounting is a dependency
+        raise ImportError("dp_accounting is not installed (it is a dependency of fedbook: pip install -e .)")
+    import os
+
+    path = os.path.join(list(spec.submodule_search_locations)[0], "dp_event.py")
+    sub = importlib.util.spec_from_file_location(name, path)
+    if sub is None or sub.loader is None or "dp_accounting" in sys.modules:  # pragma: no cover
+        import dp_accounting.dp_event as module  # the package is there anyway: the ordinary route
+
+        return module
+    module = importlib.util.module_from_spec(sub)
+    sys.modules[name] = module
+    try:
+        sub.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+_dp_event = _dp_event_module()
+ComposedDpEvent = _dp_event.ComposedDpEvent
+DpEvent = _dp_event.DpEvent
+GaussianDpEvent = _dp_event.GaussianDpEvent
+NoOpDpEvent = _dp_event.NoOpDpEvent
+NonPrivateDpEvent = _dp_event.NonPrivateDpEvent
+PoissonSampledDpEvent = _dp_event.PoissonSampledDpEvent
+SelfComposedDpEvent = _dp_event.SelfComposedDpEvent
+ZCDpEvent = _dp_event.ZCDpEvent
 
 from fedtheory._validation import as_float_array, check_integer_at_least, check_nonnegative
 

@@ -31,7 +31,6 @@ import warnings
 from typing import Literal
 
 import numpy as np
-from scipy import special
 
 from fedtheory._validation import (as_float_array, check_choice, check_integer_at_least,
                                    check_nonnegative, check_open_interval, check_positive)
@@ -69,6 +68,8 @@ def _check_orders(orders) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------------
 def _log_a_int(q: float, sigma: float, alphas: np.ndarray) -> np.ndarray:
     """log A_α = log Σ_{i=0}^{α} C(α,i) (1−q)^{α−i} q^i exp((i²−i)/(2σ²)) for integer orders."""
+    from scipy import special  # here, not at import (scipy.special costs ~0.2-0.5 s)
+
     amax = int(alphas.max())
     i = np.arange(amax + 1, dtype=float)[None, :]
     a = alphas[:, None]
@@ -102,6 +103,8 @@ def _log_a_frac(q: float, sigma: float, alphas: np.ndarray) -> np.ndarray:
     (Opacus' stopping rule).  The series decay only polynomially for α near 1 (thousands of terms),
     so terms are computed in growing chunks for the orders that have not stopped yet.
     """
+    from scipy import special  # here, not at import (scipy.special costs ~0.2-0.5 s)
+
     z0 = sigma ** 2 * np.log(1 / q - 1) + 0.5
     n = len(alphas)
     acc = [np.full(n, -np.inf), np.ones(n), np.full(n, -np.inf), np.ones(n)]  # log|A0|, sign, log|A1|, sign

@@ -2,16 +2,21 @@
 
 Names (``DATASETS``):
 
-=================== ===================================================================
-``school``          real School (139 silos, 28 features, regression), needs ``school.mat``
-``vehicle``         real Vehicle (23 silos, 100 features, binary), needs ``vehicle.mat``
-``gleam``           real GLEAM (38 silos, 180 features, binary), needs ``gleam.mat``
-``school-standin``  synthetic stand-in with School's structure (:mod:`fedtrain.data.standins`)
-``vehicle-standin`` synthetic stand-in with Vehicle's structure
-``gleam-standin``   synthetic stand-in with GLEAM's structure
-``gaussian``        the theory's mean-estimation model (:func:`~fedtrain.data.gaussian.gaussian_mean_estimation`)
-``gaussian-linreg`` the theory's linear-regression model (``FᵀF = n I``)
-=================== ===================================================================
+========================== ===================================================================
+``school``                 real School (139 silos, 28 features, regression), needs ``school.mat``
+``vehicle``                real Vehicle (23 silos, 100 features, binary), needs ``vehicle.mat``
+``gleam``                  real GLEAM (38 silos, 180 features, binary), needs ``gleam.mat``
+``school-standin``         synthetic stand-in with School's structure (:mod:`fedtrain.data.standins`)
+``vehicle-standin``        synthetic stand-in with Vehicle's structure
+``gleam-standin``          synthetic stand-in with GLEAM's structure
+``gaussian``               the theory's mean-estimation model (:func:`~fedtrain.data.gaussian.gaussian_mean_estimation`)
+``gaussian-linreg``        the theory's linear-regression model (``FᵀF = n I``)
+``noniid-digits``          FedHDP's non-IID MNIST, one class per client, on scikit-learn digits (:mod:`~fedtrain.data.noniid_digits`)
+``noniid-digits-skewed``   the same with all opted-out clients of one class (7)
+``femnist-standin``        FedHDP's FEMNIST imitated: Dirichlet label skew + per-client style (:mod:`~fedtrain.data.femnist`)
+``noniid-mnist``           non-IID MNIST from the MNIST files (needs them; also ``noniid-mnist-skewed``)
+``femnist``                federated EMNIST from TFF's HDF5 files (needs them)
+========================== ===================================================================
 
 Image datasets (App. C.1; :mod:`fedtrain.data.rotated_masked`, :mod:`fedtrain.data.cifar_hetero`):
 
@@ -47,9 +52,11 @@ from fedtrain.data.rotated_masked import rotated_masked_digits, rotated_masked_m
 from fedtrain.data.school import load_school
 from fedtrain.data.sensors import load_gleam, load_vehicle
 from fedtrain.data.standins import load_standin
+from fedtrain.data.femnist import load_femnist_h5, load_femnist_standin
+from fedtrain.data.noniid_digits import load_noniid_digits, load_noniid_mnist
 
-__all__ = ["DATASETS", "REAL_DATASETS", "DATASET_DESCRIPTIONS", "SPLIT_SEED_OPTIONS", "load_dataset",
-           "split_seed_option"]
+__all__ = ["DATASETS", "REAL_DATASETS", "DATASET_DESCRIPTIONS", "CLIENT_DATASETS", "FILE_DATASETS",
+           "SPLIT_SEED_OPTIONS", "load_dataset", "split_seed_option"]
 
 #: The datasets read from files (they take ``data_dir``; a missing file names an alternative).
 REAL_DATASETS = ("school", "vehicle", "gleam", "rotated-masked-mnist", "cifar10-hetero")
@@ -67,6 +74,12 @@ _LOADERS: dict[str, Callable[..., FederatedData]] = {
     "rotated-masked-standin": rotated_masked_standin,
     "cifar10-hetero": cifar10_hetero,
     "cifar10-hetero-standin": cifar10_hetero_standin,
+    "noniid-digits": lambda **kw: load_noniid_digits(skewed=False, **kw),
+    "noniid-digits-skewed": lambda **kw: load_noniid_digits(skewed=True, **kw),
+    "femnist-standin": load_femnist_standin,
+    "noniid-mnist": lambda data_dir=None, **kw: load_noniid_mnist(skewed=False, data_dir=data_dir, **kw),
+    "noniid-mnist-skewed": lambda data_dir=None, **kw: load_noniid_mnist(skewed=True, data_dir=data_dir, **kw),
+    "femnist": lambda data_dir=None, **kw: load_femnist_h5(data_dir=data_dir, **kw),
 }
 DATASETS: tuple[str, ...] = tuple(_LOADERS)
 #: dataset name -> the loader option holding its split seed (see the module docstring)
@@ -74,9 +87,16 @@ SPLIT_SEED_OPTIONS: dict[str, str] = {
     "school": "seed", "vehicle": "seed", "gleam": "seed",
     "school-standin": "split_seed", "vehicle-standin": "split_seed", "gleam-standin": "split_seed",
     "gaussian": "seed", "gaussian-linreg": "seed",
+    "noniid-digits": "seed", "noniid-digits-skewed": "seed", "femnist-standin": "seed",
+    "noniid-mnist": "seed", "noniid-mnist-skewed": "seed", "femnist": "seed",
     "rotated-masked-mnist": "seed", "rotated-masked-digits": "seed", "rotated-masked-standin": "split_seed",
     "cifar10-hetero": "seed", "cifar10-hetero-standin": "split_seed",
 }
+#: FedHDP's client-level datasets (one entry per client; ``info["nonprivate_clients"]`` is the opt-out set) and
+#: those of them that read files the user must already have (MNIST, federated EMNIST).
+CLIENT_DATASETS = ("noniid-digits", "noniid-digits-skewed", "femnist-standin", "noniid-mnist",
+                   "noniid-mnist-skewed", "femnist")
+FILE_DATASETS = ("noniid-mnist", "noniid-mnist-skewed", "femnist")
 _FOLDERS = "in --data-dir, else $FEDBOOK_DATA_DIR, <repo>/data or ../shared/data"
 #: dataset name -> one line: real or stand-in, and which files it reads from where (``fedtrain datasets``).
 DATASET_DESCRIPTIONS: dict[str, str] = {
@@ -95,9 +115,18 @@ DATASET_DESCRIPTIONS: dict[str, str] = {
     "cifar10-hetero": ("real; reads CIFAR-10 (cifar-10-batches-py/ or cifar-10-python.tar.gz) "
                        f"{_FOLDERS} (or a cifar10/ subfolder)"),
     "cifar10-hetero-standin": "synthetic 32x32x3 stand-in with heterogeneous CIFAR-10's structure",
+    "noniid-digits": "synthetic stand-in for FedHDP's non-IID MNIST: scikit-learn digits, one class per client, "
+                     "5% opted out (client-level; fedtrain run --method fedhdp)",
+    "noniid-digits-skewed": "the same, all opted-out clients hold digit 7 (client-level)",
+    "femnist-standin": "synthetic stand-in for federated EMNIST: Dirichlet label skew + per-client style (client-level)",
+    "noniid-mnist": f"real; FedHDP's non-IID MNIST from the MNIST files {_FOLDERS} (client-level)",
+    "noniid-mnist-skewed": f"real; the skewed variant from the MNIST files {_FOLDERS} (client-level)",
+    "femnist": (f"real; reads TFF's fed_emnist_train.h5 and fed_emnist_test.h5 {_FOLDERS} (or a femnist/ "
+                "subfolder) (client-level)"),
 }
 #: file-backed dataset -> the datasets to use without its files (named in the not-found message)
-_ALTERNATIVES = {"rotated-masked-mnist": ("rotated-masked-digits", "rotated-masked-standin")}
+_ALTERNATIVES = {"rotated-masked-mnist": ("rotated-masked-digits", "rotated-masked-standin"),
+                 "noniid-mnist": ("noniid-digits",), "femnist": ("femnist-standin",)}
 
 
 def split_seed_option(name: str) -> str:
@@ -117,7 +146,7 @@ def load_dataset(name: str, *, data_dir: str | os.PathLike | None = None, **opti
     if name not in _LOADERS:
         raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(DATASETS)}")
     loader = _LOADERS[name]
-    if name in REAL_DATASETS:
+    if name in REAL_DATASETS or name in FILE_DATASETS:
         try:
             return loader(data_dir=data_dir, **options)
         except DatasetNotFoundError as exc:

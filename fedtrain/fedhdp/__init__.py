@@ -1,0 +1,22 @@
+"""FedHDP in practice: client-level DP with privacy groups, adaptive clipping, Ditto (Aldaghri et al., Alg. 2).
+
+* :mod:`fedtrain.fedhdp.config` — :class:`FedHDPConfig`, the declared settings of one run and the methods;
+* :mod:`fedtrain.fedhdp.trainer` — :func:`train`, vectorized over a round's clients (``torch.func.vmap``);
+* :mod:`fedtrain.fedhdp.accounting` — effective noise multiplier, per-group client-level accounting;
+* :mod:`fedtrain.fedhdp.tables` — the paper's tables from results;
+* :mod:`fedtrain.fedhdp.experiments` — the claims' experiments as data, and their checks.
+
+The cross-silo engine (:mod:`fedtrain.engine`) runs sample-level DP-SGD inside silos; this package runs
+client-level DP on the model updates, a different mechanism and adjacency, so it has its own trainer.
+"""
+from fedtrain.fedhdp.config import FEDHDP_METHODS, METHOD_LABELS, FedHDPConfig
+
+__all__ = ["FedHDPConfig", "FEDHDP_METHODS", "METHOD_LABELS", "train", "FedHDPResult"]
+
+
+def __getattr__(name):
+    if name in ("train", "FedHDPResult"):
+        from fedtrain.fedhdp import trainer
+
+        return getattr(trainer, name)
+    raise AttributeError(f"module 'fedtrain.fedhdp' has no attribute {name!r}")

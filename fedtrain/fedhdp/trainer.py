@@ -1,0 +1,467 @@
+"""FedHDP training (Aldaghri et al., Algorithm 2): client-level DP per privacy group, ratio r, Ditto.
+
+One round ``t`` (vectorized over the round's clients with ``torch.func.vmap``):
+
+1. every client is sampled independently with probability ``q`` (Poisson; clients of a group with
+   ratio 0 are not contacted — FedHDP with r = 0 ignores the private clients);
+2. each sampled client ``j`` runs ``E`` local epochs of minibatch SGD from the received model θ^t and,
+   alongside, its persistent personal model ``v_j`` (set to θ^t at its first participation) takes the
+   Ditto step ``v_j ← v_j − η_p(∇f_j(v_j, B) + λ_j(v_j − θ^t))`` toward the **received** global model;
+3. it sends ``Clip(Δθ_j, S^t)`` with ``Clip(x, S) = x·S/max(‖x‖, S)`` and the bit ``b_j = 1{‖Δθ_j‖ ≤ S^t}``;
+4. the server averages each group ``g``: ``Δ̃_g = (Σ_{j∈C_g^t} Clip(Δθ_j) + N(0, (z_Δ S^t)² I)) / n_g``,
+   with noise on the private groups only and ``n_g = N_g^t`` (realized count, Algorithm 2) or ``q N_g``;
+5. combines the groups with weights ``w_g ∝ r_g n_g`` (non-private ``r = 1``, private ``r``), so
+   ``w_np = N_np^t/(N_np^t + r N_p^t)``, and sets ``θ^{t+1} = θ^t + Σ_g w_g Δ̃_g``;
+6. adaptive clipping (Andrew et al. 2021): ``S^{t+1} = S^t exp(−η_b(b̄ − κ))`` with
+   ``b̄ = (Σ_j (b_j − ½) + N(0, z_b²))/n + ½`` over all contacted clients (``z_b`` only when a private
+   group takes part; ``z_b = count_noise_per_client · q · N_contacted``).
+
+Privacy: :mod:`fedtrain.fedhdp.accounting` (client-level adjacency, effective multiplier, per-group
+ledger).  Evaluation (Sec. 5.1): ``acc_g`` is the global model on the server test set; per client, the
+global model and the personal model on the client's local test data, averaged over the private and the
+non-private clients; a client never sampled is evaluated with the model it would start from (θ^T).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch.func import grad, vmap
+
+from fedtrain import ledger as silo_ledger
+from fedtrain.data.base import FederatedData
+from fedtrain.fedhdp.accounting import (CLIENT_ADJACENCY, UNACCOUNTED, effective_noise_multiplier,
+                                        update_noise_multiplier)
+from fedtrain.fedhdp.config import METHOD_LABELS, FedHDPConfig
+
+#: Default bound on clients × parameters per vectorized local-training call (see :func:`train`'s ``client_chunk``;
+#: measured in ``benchmarks/bench_fedhdp_clients.py``).
+CLIENT_CHUNK_ENTRIES = 1 << 20
+
+__all__ = ["CLIENT_CHUNK_ENTRIES", "PrivacyGroup", "FedHDPResult", "privacy_groups", "server_aggregate", "clip_updates", "train",
+           "FCNet", "LinearNet", "local_update"]
+
+
+# --------------------------------------------------------------------------------------------------
+# models: flat parameters, a pure apply (vmap-able)
+# --------------------------------------------------------------------------------------------------
+class FCNet:
+    """Table 6's network: ``x (d) → FC h, ReLU → FC C`` (softmax in the loss); flat parameters of size D."""
+
+    def __init__(self, in_dim: int, hidden: int, out_dim: int):
+        self.shapes = {"w1": (in_dim, hidden), "b1": (hidden,), "w2": (hidden, out_dim), "b2": (out_dim,)}
+        self.num_params = sum(math.prod(s) for s in self.shapes.values())
+
+    def unflatten(self, theta):
+        out, i = {}, 0
+        for k, s in self.shapes.items():
+            n = math.prod(s)
+            out[k] = theta[i:i + n].reshape(s)
+            i += n
+        return out
+
+    def init(self, gen: torch.Generator) -> torch.Tensor:
+        """PyTorch's default ``nn.Linear`` initialization (uniform ±1/√fan_in), from ``gen``."""
+        parts = []
+        for k, s in self.shapes.items():
+            fan_in = s[0] if k.startswith("w") else self.shapes["w" + k[1]][0]
+            b = 1.0 / math.sqrt(fan_in)
+            parts.append((torch.rand(s, generator=gen) * 2 - 1).mul(b).reshape(-1))
+        return torch.cat(parts)
+
+    def apply(self, theta, x):
+        p = self.unflatten(theta)
+        return torch.relu(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+
+
+class LinearNet:
+    """``f(x) = x W`` (no bias): the theory's linear regression (Appendix A.1), zero initialization."""
+
+    def __init__(self, in_dim: int, out_dim: int):
+        self.shapes = {"w": (in_dim, out_dim)}
+        self.num_params = in_dim * out_dim
+
+    def init(self, gen: torch.Generator) -> torch.Tensor:
+        return torch.zeros(self.num_params)
+
+    def apply(self, theta, x):
+        return x @ theta.reshape(self.shapes["w"])
+
+
+def _loss_fn(model, task: str):
+    def loss(theta, xb, yb, mb):
+        f = model.apply(theta, xb)
+        if task == "regression":
+            per = 0.5 * (f[:, 0] - yb) ** 2
+        else:
+            per = torch.nn.functional.cross_entropy(f, yb.long(), reduction="none")
+        return (per * mb).sum() / mb.sum().clamp(min=1.0)
+    return loss
+
+
+# --------------------------------------------------------------------------------------------------
+# privacy groups
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PrivacyGroup:
+    """One privacy group: its clients, whether it is private (noise ``z``), its weight ratio and Ditto λ."""
+
+    name: str
+    clients: np.ndarray
+    private: bool
+    ratio: float
+    lam: float
+
+    @property
+    def contacted(self) -> bool:
+        return self.ratio > 0
+
+
+def privacy_groups(config: FedHDPConfig, data: FederatedData) -> list[PrivacyGroup]:
+    """The groups of ``config.method`` on ``data`` (``info["nonprivate_clients"]`` is the opt-out set).
+
+    Raises ``ValueError`` naming the group when a group has no clients, or when a two-group method
+    runs on data without an opt-out set.
+    """
+    n = data.num_silos
+    everyone = np.arange(n)
+    if config.method == "nonprivate":
+        return [PrivacyGroup("nonprivate", everyone, False, 1.0, config.lam_nonprivate)]
+    if config.method == "dp-fedavg":
+        return [PrivacyGroup("private", everyone, True, 1.0, config.lam_private)]
+    if "nonprivate_clients" not in data.info:
+        raise ValueError(f"method {config.method!r} needs the dataset's opt-out set info['nonprivate_clients'] "
+                         f"({data.name!r} has none); use a client-level dataset (fedtrain datasets)")
+    np_idx = np.unique(np.asarray(data.info["nonprivate_clients"], dtype=np.int64))
+    if np_idx.size and (np_idx.min() < 0 or np_idx.max() >= n):
+        raise ValueError(f"info['nonprivate_clients'] must index the {n} clients (got {np_idx.min()}..{np_idx.max()})")
+    p_idx = np.setdiff1d(everyone, np_idx)
+    groups = [PrivacyGroup("nonprivate", np_idx, False, 1.0, config.lam_nonprivate),
+              PrivacyGroup("private", p_idx, True, config.effective_ratio, config.lam_private)]
+    for g in groups:
+        if g.clients.size == 0:
+            raise ValueError(f"privacy group {g.name!r} has no clients (dataset {data.name!r}: "
+                             f"{np_idx.size} of {n} clients opted out); both groups need at least one client")
+    return groups
+
+
+# --------------------------------------------------------------------------------------------------
+# the round's pieces (public: the tests check them one by one)
+# --------------------------------------------------------------------------------------------------
+def clip_updates(delta: torch.Tensor, clip: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``Clip(Δ, S) = Δ·S/max(‖Δ‖, S)`` row-wise, and the bits ``b = 1{‖Δ‖ ≤ S}`` (on the unclipped norm)."""
+    norms = torch.linalg.vector_norm(delta, dim=-1)
+    factor = (clip / norms.clamp(min=clip)).clamp(max=1.0)
+    return delta * factor[:, None], (norms <= clip).to(delta.dtype)
+
+
+def server_aggregate(clipped: torch.Tensor, member: torch.Tensor, ratios, noise_std, expected_counts=None,
+                     gen: torch.Generator | None = None) -> tuple[torch.Tensor, dict]:
+    """Steps 4-5 of the round: per-group noisy averages combined with weights ``∝ r_g n_g``.
+
+    ``clipped (K, D)``: the round's clipped updates; ``member (G, K)`` bool: client k in group g;
+    ``ratios (G,)``; ``noise_std (G,)``: std of the noise on group g's *sum* (``z_Δ S``; 0 = non-private);
+    ``expected_counts (G,)`` or ``None``: divide by ``q N_g`` instead of the realized count.  A group is
+    released (its noise drawn) when its ratio is > 0; one with no sampled client and the realized
+    denominator is left out of the weights.  Returns ``(Δ (D,), details)`` with the counts, weights,
+    the noise drawn ``(G, D)`` and the group averages.
+    """
+    G, D = member.shape[0], clipped.shape[1]
+    counts = member.to(clipped.dtype).sum(1)
+    sums = member.to(clipped.dtype) @ clipped
+    noise = torch.zeros(G, D, dtype=clipped.dtype)
+    avgs = torch.zeros(G, D, dtype=clipped.dtype)
+    denom = torch.zeros(G, dtype=clipped.dtype)
+    for g in range(G):
+        if float(ratios[g]) <= 0:
+            continue
+        if float(noise_std[g]) > 0:
+            noise[g] = torch.randn(D, generator=gen, dtype=clipped.dtype) * float(noise_std[g])
+        denom[g] = counts[g] if expected_counts is None else float(expected_counts[g])
+        if denom[g] > 0:
+            avgs[g] = (sums[g] + noise[g]) / denom[g]
+    w = torch.as_tensor(np.asarray(ratios, dtype=float), dtype=clipped.dtype) * denom
+    total = w.sum()
+    weights = w / total if total > 0 else w
+    return weights @ avgs, {"counts": counts, "weights": weights, "noise": noise, "averages": avgs}
+
+
+def local_update(model, loss, theta: torch.Tensor, personal: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
+                 mask: torch.Tensor, lam: torch.Tensor, lr: float, lr_personal: torch.Tensor, epochs: int,
+                 batch_size: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """ClientUpdate of Algorithm 2 for K clients at once: ``(θ_E − θ^t (K, D), personal models (K, D))``.
+
+    ``theta (D,)`` received model; ``personal (K, D)``; ``x (K, n, d)``, ``y (K, n)``, ``mask (K, n)``
+    (padding 0); ``lam (K,)``; ``lr_personal (K,)``.  Each epoch visits every client's examples once in
+    a random order in batches of ``batch_size``; the global copy and the personal model see the same
+    batches (one ``vmap(grad)`` over both).
+    """
+    K, n = mask.shape
+    w = theta.expand(K, -1).clone()
+    v = personal.clone()
+    vg = vmap(grad(loss))
+    nb = math.ceil(n / batch_size)
+    for _ in range(epochs):
+        keys = torch.rand(K, n, generator=gen) + (1 - mask) * 2.0  # padding sorts last
+        order = torch.argsort(keys, dim=1)
+        for j in range(nb):
+            idx = order[:, j * batch_size:(j + 1) * batch_size]
+            xb = torch.gather(x, 1, idx[..., None].expand(-1, -1, x.shape[-1]))
+            yb = torch.gather(y, 1, idx)
+            mb = torch.gather(mask, 1, idx)
+            has = (mb.sum(1) > 0).to(w.dtype)[:, None]
+            g = vg(torch.cat([w, v]), torch.cat([xb, xb]), torch.cat([yb, yb]), torch.cat([mb, mb]))
+            w = w - lr * g[:K]
+            v = v - lr_personal[:, None] * has * (g[K:] + lam[:, None] * (v - theta[None]))
+    return w - theta[None], v
+
+
+# --------------------------------------------------------------------------------------------------
+# result
+# --------------------------------------------------------------------------------------------------
+@dataclass
+class FedHDPResult:
+    """One client-level run: config, the paper's metrics, per-client accuracies, privacy per group.
+
+    ``metrics``: ``acc_g`` (global model, server test set), ``acc_g_p``/``acc_g_np`` (global model on the
+    private / non-private clients' local test data, mean over clients), ``acc_l_p``/``acc_l_np``
+    (personal models), ``var_*`` the variance across clients of those per-client accuracies (in the
+    paper's units: accuracy as a fraction, variance × 100, see :mod:`fedtrain.fedhdp.tables`),
+    ``delta_g = acc_g_np − acc_g_p`` and ``delta_l`` (NaN where a group is absent).  Accuracies in %.
+    """
+
+    config: FedHDPConfig
+    metrics: dict
+    per_client_global: np.ndarray
+    per_client_local: np.ndarray
+    nonprivate: np.ndarray
+    privacy: dict
+    wall_time: float
+    curve_rounds: np.ndarray | None = None
+    curve: np.ndarray | None = None
+    clip_history: np.ndarray | None = None
+    never_sampled: int = 0
+    data: dict = field(default_factory=dict)
+    global_model: np.ndarray | None = None
+    personal_models: np.ndarray | None = None
+
+    @property
+    def label(self) -> str:
+        return METHOD_LABELS[self.config.method]
+
+    def to_dict(self) -> dict:
+        from fedtrain.encoding import encode
+
+        return encode({"config": self.config.to_dict(), "label": self.label, "metrics": self.metrics,
+                       "privacy": self.privacy, "wall_time": self.wall_time, "never_sampled": self.never_sampled,
+                       "curve_rounds": self.curve_rounds, "curve": self.curve, "data": self.data,
+                       "clip_final": None if self.clip_history is None else float(self.clip_history[-1])})
+
+
+# --------------------------------------------------------------------------------------------------
+# the trainer
+# --------------------------------------------------------------------------------------------------
+def _pad(xs, ys):
+    k, nmax, d = len(xs), max(x.shape[0] for x in xs), xs[0].shape[1]
+    x = np.zeros((k, nmax, d), dtype=np.float32)
+    y = np.zeros((k, nmax), dtype=np.float32)
+    m = np.zeros((k, nmax), dtype=np.float32)
+    for i, (a, b) in enumerate(zip(xs, ys)):
+        x[i, :len(a)] = a
+        y[i, :len(a)] = b
+        m[i, :len(a)] = 1
+    return torch.as_tensor(x), torch.as_tensor(y), torch.as_tensor(m)
+
+
+def _accuracy(model, task, params, x, y, m):
+    """Per-client metric of models ``params (K, D)`` (or one ``(D,)``) on ``x (K, n, d)``: accuracy or MSE."""
+    if params.dim() == 1:
+        f = model.apply(params, x)
+    else:
+        f = vmap(model.apply)(params, x)
+    if task == "regression":
+        per = (f[..., 0] - y) ** 2
+    else:
+        per = (f.argmax(-1) == y.long()).to(torch.float32)
+    return (per * m).sum(-1) / m.sum(-1).clamp(min=1.0)
+
+
+def _stats(values: np.ndarray) -> tuple[float, float]:
+    if values.size == 0:
+        return math.nan, math.nan
+    return 100.0 * float(values.mean()), 100.0 * float(values.var())
+
+
+def train(config: FedHDPConfig, data: FederatedData | None = None, *, keep_models: bool = False,
+          progress: bool = False, client_chunk: int | None = None) -> FedHDPResult:
+    """Run ``config`` (module docstring) on ``data`` (default: ``load_dataset(config.dataset, **options)``).
+
+    ``client_chunk``: clients trained per vectorized call (``None``: as many as keep
+    :data:`CLIENT_CHUNK_ENTRIES` parameters per call — every client of a round for the 8×8 digits' network,
+    ~26 for MNIST's, where one call over all clients is memory-bound; ``1``: a per-client loop, the
+    benchmark's reference).  The random draws come in the same order either way, so the numbers do not
+    change.
+
+    Every check (groups, noise settings, dataset fit) happens before the first round; ValueErrors name
+    the argument.  Seeded: the same config and data give the same numbers on the same machine.
+    """
+    from fedtrain.data.registry import load_dataset
+
+    if not isinstance(config, FedHDPConfig):
+        raise ValueError(f"config must be a FedHDPConfig (got {type(config).__name__})")
+    if data is None:
+        data = load_dataset(config.dataset, **config.dataset_options)
+    if data.task == "binary":
+        raise ValueError("client-level training supports multiclass and regression data (got a binary task)")
+    if config.model == "linear" and data.task != "regression":
+        raise ValueError("model='linear' is the theory's linear regression: it needs a regression dataset")
+    groups = privacy_groups(config, data)
+    n_clients = data.num_silos
+    q = float(config.sample_rate)
+    adaptive = config.clip_lr > 0
+    any_private = any(g.private and g.contacted for g in groups)
+    contacted = np.zeros(n_clients, dtype=bool)
+    for g in groups:
+        if g.contacted:
+            contacted[g.clients] = True
+    z_b = config.count_noise_per_client * q * int(contacted.sum()) if (adaptive and any_private) else None
+    z_eff = float(config.noise_multiplier)
+    if config.method == "nonprivate":
+        z_eff = 0.0
+    if any_private and z_eff == 0:
+        raise ValueError("noise_multiplier must be > 0 for a method with a private group (got 0); use method "
+                         "'nonprivate' for the non-private baseline")
+    z_update = update_noise_multiplier(z_eff, z_b) if (z_b is not None and z_eff > 0) else z_eff
+
+    torch.manual_seed(0)  # nothing below uses the global generator; fixed for safety
+    gen = torch.Generator().manual_seed(int(config.seed))
+    t0 = time.perf_counter()
+    d = data.dim
+    if data.task == "regression":
+        out = 1
+    else:
+        out = int(data.num_classes)
+    model = FCNet(d, config.hidden, out) if config.model == "fc" else LinearNet(d, out)
+    loss = _loss_fn(model, data.task)
+    x, y, m = _pad(data.train_x, data.train_y)
+    xt, yt, mt = _pad(data.test_x, data.test_y)
+    if "server_test_x" in data.info:
+        sx = torch.as_tensor(np.asarray(data.info["server_test_x"], dtype=np.float32))
+        sy = torch.as_tensor(np.asarray(data.info["server_test_y"], dtype=np.float32))
+    else:
+        sx, sy = torch.cat([xt[i][mt[i] > 0] for i in range(n_clients)]), torch.cat(
+            [yt[i][mt[i] > 0] for i in range(n_clients)])
+    G = len(groups)
+    group_of = np.full(n_clients, -1)
+    for gi, g in enumerate(groups):
+        group_of[g.clients] = gi
+    lam_all = torch.as_tensor(np.array([groups[gi].lam for gi in group_of]), dtype=torch.float32)
+    ratios = np.array([g.ratio for g in groups])
+    expected = np.array([q * g.clients.size for g in groups]) if config.denominator == "expected" else None
+
+    theta = model.init(gen)
+    D = theta.numel()
+    personal = torch.zeros(n_clients, D)
+    started = np.zeros(n_clients, dtype=bool)
+    S = float(config.clip)
+    plan = silo_ledger.PrivacyPlan(np.array([config.rounds if (g.private and g.contacted) else 0 for g in groups]))
+    book = silo_ledger.SiloLedger(G, plan)
+    release = np.array([1 if (g.private and g.contacted) else 0 for g in groups])
+    clip_hist, curve_rounds, curve = [], [], []
+    it = range(config.rounds)
+    if progress:
+        from tqdm.auto import tqdm
+
+        it = tqdm(it, desc=f"{config.method}", leave=False)
+    for t in it:
+        decay = config.lr_decay ** (t // config.decay_every)
+        lr = config.lr * decay
+        sampled = (torch.rand(n_clients, generator=gen) < q).numpy() & contacted
+        idx = np.flatnonzero(sampled)
+        new = idx[~started[idx]]
+        personal[new] = theta
+        started[new] = True
+        noise_std = np.array([z_update * S if g.private else 0.0 for g in groups])
+        if idx.size:
+            lam_k = lam_all[idx]
+            lr_p = (1.0 / (1.0 + lam_k)) if config.personal_step == "lemma4" else torch.full(
+                (idx.size,), config.lr_personal * decay)
+            step_k = max(1, CLIENT_CHUNK_ENTRIES // D) if client_chunk is None else int(client_chunk)
+            parts = []
+            for a in range(0, idx.size, step_k):
+                sl, ii = slice(a, a + step_k), idx[a:a + step_k]
+                d_k, personal[ii] = local_update(model, loss, theta, personal[ii], x[ii], y[ii], m[ii], lam_k[sl],
+                                                 lr, lr_p[sl], config.local_epochs, config.batch_size, gen)
+                parts.append(d_k)
+            delta = torch.cat(parts)
+            clipped, bits = clip_updates(delta, S)
+        else:
+            clipped, bits = torch.zeros(0, D), torch.zeros(0)
+        member = torch.as_tensor(group_of[idx][None, :] == np.arange(G)[:, None])
+        step, _ = server_aggregate(clipped, member, ratios, noise_std, expected, gen)
+        theta = theta + step
+        book.record_dpsgd(release)  # the ledger: what each group released this round
+        if adaptive:
+            n_here = float(idx.size) if config.denominator == "realized" else q * int(contacted.sum())
+            if n_here > 0:
+                noisy = float((bits - 0.5).sum()) + (float(torch.randn((), generator=gen)) * z_b if z_b else 0.0)
+                frac = noisy / n_here + 0.5
+                S = S * math.exp(-config.clip_lr * (frac - config.clip_quantile))
+        clip_hist.append(S)
+        if config.eval_every and ((t + 1) % config.eval_every == 0 or t + 1 == config.rounds):
+            curve_rounds.append(t + 1)
+            curve.append(100.0 * float(_accuracy(model, data.task, theta, sx[None], sy[None],
+                                                 torch.ones(1, len(sy)))[0]))
+    book.check_complete()
+    # evaluation (a client never sampled starts from, and is evaluated with, the final global model)
+    personal[~started] = theta
+    glob = _accuracy(model, data.task, theta, xt, yt, mt).numpy()
+    loc = _accuracy(model, data.task, personal, xt, yt, mt).numpy()
+    acc_g = 100.0 * float(_accuracy(model, data.task, theta, sx[None], sy[None], torch.ones(1, len(sy)))[0])
+    private_client = np.zeros(n_clients, dtype=bool)
+    for g in groups:
+        private_client[g.clients] = g.private
+    metrics = {"acc_g": acc_g}
+    for tag, sel in (("p", private_client), ("np", ~private_client)):
+        metrics[f"acc_g_{tag}"], metrics[f"var_g_{tag}"] = _stats(glob[sel])
+        metrics[f"acc_l_{tag}"], metrics[f"var_l_{tag}"] = _stats(loc[sel])
+    metrics["delta_g"] = metrics["acc_g_np"] - metrics["acc_g_p"]
+    metrics["delta_l"] = metrics["acc_l_np"] - metrics["acc_l_p"]
+    if data.task == "regression":
+        metrics["metric"] = "mse (x100 in acc_* fields)"
+    eps = {}
+    for gi, g in enumerate(groups):
+        steps = int(book.dpsgd_steps[gi])
+        if not g.private:
+            eps[g.name] = math.inf
+        else:
+            eps[g.name] = float(silo_ledger.spent_epsilons(
+                _one_row(book, gi), np.array([z_eff]), np.array([config.delta]), np.array([q]), config.accountant)[0]) \
+                if steps else 0.0
+    privacy = {
+        "adjacency": CLIENT_ADJACENCY, "unaccounted": UNACCOUNTED, "accountant": config.accountant,
+        "delta": config.delta, "sample_rate": q,
+        "effective_noise_multiplier": z_eff, "update_noise_multiplier": z_update, "count_noise": z_b,
+        "check_effective": effective_noise_multiplier(z_update, z_b) if z_eff > 0 else 0.0,
+        "groups": {g.name: {"clients": int(g.clients.size), "private": g.private, "ratio": g.ratio, "lambda": g.lam,
+                            "rounds_released": int(book.dpsgd_steps[gi]), "epsilon": eps[g.name]}
+                   for gi, g in enumerate(groups)},
+        "epsilon": max((e for g, e in zip(groups, eps.values()) if g.private), default=math.inf),
+    }
+    return FedHDPResult(
+        config=config, metrics=metrics, per_client_global=glob, per_client_local=loc, nonprivate=~private_client,
+        privacy=privacy, wall_time=time.perf_counter() - t0,
+        curve_rounds=np.array(curve_rounds) if curve_rounds else None,
+        curve=np.array(curve) if curve_rounds else None, clip_history=np.array(clip_hist),
+        never_sampled=int((~started & contacted).sum()), data=data.summary(),
+        global_model=theta.numpy().copy() if keep_models else None,
+        personal_models=personal.numpy().copy() if keep_models else None)
+
+
+def _one_row(book: silo_ledger.SiloLedger, gi: int) -> silo_ledger.SiloLedger:
+    row = silo_ledger.SiloLedger(1)
+    row.dpsgd_steps = book.dpsgd_steps[gi:gi + 1].copy()
+    return row
