@@ -412,18 +412,27 @@ def _preset(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Seq
         parser.error("--pack and --only go with --preset NAME")
     grid_flags = [a.split("=")[0] for a in argv if a.startswith("--") and a.split("=")[0] not in (
         "--preset", "--pack", "--only", "--results", "--dry-run", "--json", "--progress", "--no-progress",
-        "--chunk-size")]
+        "--chunk-size", "--executor", "--address", "--num-cpus", "--retries")]
     if grid_flags or args.dataset_option:
         parser.error(f"--preset {args.preset} defines the whole grid (fedtrain.presets.RESULTS_PRESETS); drop "
                      f"{', '.join(grid_flags) or '-D'}")
     names = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
     command = "fedtrain " + " ".join(shlex.quote(a) for a in argv)
+    from fedtrain.executors import SweepTaskError
+
+    options = {k: v for k, v in (("address", args.address), ("num_cpus", args.num_cpus)) if v is not None}
+    if options and args.executor != "ray":
+        parser.error("--address and --num-cpus apply to --executor ray")
+    if args.executor == "ray" and args.retries is not None:
+        options["retries"] = args.retries
     try:
         res = compute_preset(args.preset, work=args.results or WORK_DIR, pack=args.pack, names=names,
                              command=command, progress=args.progress, chunk_size=max(int(args.chunk_size), 1),
-                             dry_run=args.dry_run)
-    except ValueError as exc:
+                             dry_run=args.dry_run, executor=args.executor, executor_options=options or None)
+    except (ValueError, ImportError) as exc:
         parser.exit(2, f"fedtrain: error: {exc}\n")
+    except SweepTaskError as exc:
+        parser.exit(1, f"fedtrain: error: {exc}\n")
     except KeyboardInterrupt:
         print(f"fedtrain: interrupted; finished runs are saved in {args.results or WORK_DIR}; run the same command "
               "again to resume", file=sys.stderr)

@@ -575,12 +575,15 @@ def preset_targets(preset: str) -> "list[tuple[str, str, list[RunConfig]]]":
 
 def compute_preset(preset: str, *, work: str | os.PathLike | None = None, pack: str | os.PathLike | None = None,
                    names: "list[str] | None" = None, command: str | None = None, progress: bool | None = None,
-                   chunk_size: int = 64, runner: Any = None, dry_run: bool = False) -> dict:
+                   chunk_size: int = 64, runner: Any = None, dry_run: bool = False,
+                   executor: Any = None, executor_options: "dict | None" = None) -> dict:
     """Compute every row of preset ``preset`` into working stores ``work/<name>/`` (resumable: finished rows are
     skipped), then, with ``pack``, write the committed store there (:class:`CommittedStore`: one
     ``<name>.json.gz`` per dataset and ``MANIFEST.json``, each written atomically).
 
     ``names`` limits the computation to some files (datasets or ``"theory"``); packing needs all of them.
+    ``executor``/``executor_options`` go to :func:`fedtrain.sweep.run_sweep` (``"ray"``: the batches run as Ray
+    tasks, this process alone writes the stores).
     Returns ``{"rows": n, "computed": n new, "seconds": wall time, "files": {...}}``.  The wall time of every
     call is appended to ``work/computations.jsonl`` and listed in the manifest.
     """
@@ -614,7 +617,8 @@ def compute_preset(preset: str, *, work: str | os.PathLike | None = None, pack: 
         store = stores[name]
         for stage in _stages(configs):
             before = sum(store.has(c) for c in stage)
-            run_sweep(stage, store=store, progress=progress, chunk_size=chunk_size, runner=runner)
+            run_sweep(stage, store=store, progress=progress, chunk_size=chunk_size, runner=runner,
+                      executor=executor, executor_options=executor_options)
             computed += len(stage) - before
             if progress is not False and len(stage) > before:
                 print(f"{time.strftime('%H:%M:%S')} {name}: {stage[0].method} x{len(stage)} done "

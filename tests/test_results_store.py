@@ -242,3 +242,37 @@ def test_cli_preset(capsys, tmp_path):
     with pytest.raises(SystemExit):
         main(["sweep", "--pack", str(tmp_path)])
     assert "--preset" in capsys.readouterr().err
+
+
+def test_compute_preset_runs_its_batches_on_the_given_executor(tmp_path, capsys):
+    """``make results`` on a cluster: compute_preset hands every batch to the executor (Ray in production; a
+    recording LocalExecutor here), and the rows equal those of the default executor."""
+    from fedtrain.cli import main
+    from fedtrain.executors import LocalExecutor
+
+    class Recording(LocalExecutor):
+        batches = 0
+
+        def run(self, batches, runner=None):
+            Recording.batches += len(batches)
+            return super().run(batches, runner)
+
+    plain = compute_preset("reduced", work=tmp_path / "a", names=["gleam-standin"], runner=_fake_runner,
+                           progress=False, command="cmd", chunk_size=8)
+    rec = compute_preset("reduced", work=tmp_path / "b", names=["gleam-standin"], runner=_fake_runner,
+                         progress=False, command="cmd", executor=Recording(), chunk_size=8)
+    assert rec["computed"] == plain["computed"] == plain["rows"]
+    assert Recording.batches >= math.ceil(plain["rows"] / 8)
+    a = {p.name: json.loads(p.read_text()) for p in (tmp_path / "a" / "gleam-standin").glob("*.json")}
+    b = {p.name: json.loads(p.read_text()) for p in (tmp_path / "b" / "gleam-standin").glob("*.json")}
+    assert a.keys() == b.keys() and len(a) == plain["rows"]
+    for k in a:
+        for row in (a[k], b[k]):
+            row.pop("wall_time", None), row.pop("created", None), row["provenance"].pop("seconds", None)
+        assert a[k] == b[k]
+    # the CLI accepts the executor flags with --preset, and only with --executor ray for --address/--num-cpus
+    assert main(["sweep", "--preset", "reduced", "--executor", "ray", "--num-cpus", "2", "--dry-run"]) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["sweep", "--preset", "reduced", "--num-cpus", "2", "--dry-run"])
+    assert "apply to --executor ray" in capsys.readouterr().err
