@@ -117,22 +117,9 @@ def best_lambda_table(rows: Iterable["RunResult"]) -> list[dict[str, Any]]:
     tuning is not charged to privacy (as in the paper's Figs. 2-6; see the private-tuning chapter).
     Diverged runs never count towards a mean; a (λ, η) whose every seed diverged is never the best.
     """
-    rows = list(rows)
-    if not rows:
-        return []
-    lower = lower_is_better(rows[0].metric)
-    best: "OrderedDict[tuple, dict]" = OrderedDict()
-    by_label: "OrderedDict[tuple, list]" = OrderedDict()
-    for r in rows:
-        by_label.setdefault((method_label(r.config), float(r.config.eps)), []).append(r)
-    for (label, eps), rs in by_label.items():
-        for (lam, lr), grp in group_rows(rs, ("lam", "lr")).items():
-            mean, std, n, div = seed_stats(grp)
-            cur = best.get((label, eps))
-            if cur is None or _better(mean, cur["mean"], lower):
-                best[(label, eps)] = dict(label=label, method=grp[0].config.method, eps=eps, lam=float(lam),
-                                          lr=float(lr), mean=mean, std=std, n=n, diverged=div)
-    return list(best.values())
+    keys = ("label", "method", "eps", "lam", "lr", "mean", "std", "n", "diverged")
+    return [{k: (d["setting"] if k == "eps" else d[k]) for k in keys}
+            for d in best_by_setting(rows, lambda c: float(c.eps)).values()]
 
 
 def best_by_label(rows: Iterable["RunResult"]) -> dict[tuple, dict[str, Any]]:

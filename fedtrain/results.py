@@ -95,11 +95,17 @@ def _umask_mode() -> int:
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
+    _atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (a temporary file in the same folder, fsync, rename, fsync of the
+    folder): a reader sees the old file or the new one, never a part."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
     os.chmod(tmp, _umask_mode())  # mkstemp makes 0600 files; rows are ordinary files
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -323,23 +329,6 @@ def _write_gzip_json(path: Path, value: Any) -> None:
     text = json.dumps(value, sort_keys=True, allow_nan=False, separators=(",", ":"))
     # mtime=0: the same rows give the same bytes (and the same SHA-256 in the manifest)
     _atomic_write_bytes(path, gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0))
-
-
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
-    os.chmod(tmp, _umask_mode())
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 class CommittedStore:
