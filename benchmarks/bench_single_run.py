@@ -123,7 +123,11 @@ def modules_left_imported(env) -> list[str]:
 
 # ---------------------------------------------------------------------------------------------- driver
 def env_for(root: str, cache: str) -> dict:
-    return dict(os.environ, PYTHONPATH=root, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", FEDBOOK_CACHE_DIR=cache)
+    # Both engines read School from this checkout's data folder (the base engine, extracted under /tmp,
+    # would look beside itself): FEDBOOK_DATA_DIR unless the caller set it.
+    data = os.environ.get("FEDBOOK_DATA_DIR") or os.path.join(REPO, "..", "shared", "data")
+    return dict(os.environ, PYTHONPATH=root, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", FEDBOOK_CACHE_DIR=cache,
+                FEDBOOK_DATA_DIR=os.path.abspath(data))
 
 
 def cli_once(env) -> tuple[float, float, dict]:
