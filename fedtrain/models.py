@@ -560,12 +560,21 @@ class ConvNetModel(FunctionalModel):
         names = list(self.shapes)
         for u in range(U):
             for k in range(K):
-                img = x[u, k, :, : self.in_dim - 1].reshape(b, C, H, W).contiguous(memory_format=torch.channels_last)
-                A1 = self._patches(img)  # (b, L1, C·9), shared by the c configurations
+                # Poisson batches are padded to the longest row; when the real examples form a prefix (the
+                # geometric and sorted-keys samplers), only that prefix is computed (the padding's factor is 0)
+                ok_full = okf[u, k]
+                nv = int(ok_full.sum())
+                bb = nv if bool(ok_full[:nv].all()) else b
+                norms[u, :, k] = 0.0
+                if bb == 0:
+                    totals[u, :, k] = 0.0
+                    continue
+                ok, yk = ok_full[:bb], y[u, k, :bb]
+                img = x[u, k, :bb, : self.in_dim - 1].reshape(bb, C, H, W).contiguous(memory_format=torch.channels_last)
+                A1 = self._patches(img)  # (bb, L1, C·9), shared by the c configurations
                 for j in range(c):
                     P = self.unflatten(th[u, j, k])
                     pp = None if pb is None else self.unflatten(pb[u, j, k])
-                    ok = okf[u, k]
                     with torch.enable_grad():
                         Z1 = F.conv2d(img, P["conv1.weight"], P["conv1.bias"], padding=self.pad)
                         Z1 = Z1.contiguous(memory_format=torch.channels_last).requires_grad_(True)
@@ -574,10 +583,10 @@ class ConvNetModel(FunctionalModel):
                         h2 = F.relu(F.max_pool2d(Z2, 2))
                         a3 = h2.flatten(1)
                         Z3 = F.linear(a3, P["fc.weight"], P["fc.bias"])
-                        gZ1, gZ2, gZ3 = torch.autograd.grad(loss.value(Z3, y[u, k]).sum(), [Z1, Z2, Z3])
-                    A2 = self._patches(h1.detach())  # (b, L2, 32·9)
+                        gZ1, gZ2, gZ3 = torch.autograd.grad(loss.value(Z3, yk).sum(), [Z1, Z2, Z3])
+                    A2 = self._patches(h1.detach())  # (bb, L2, 32·9)
                     a3 = a3.detach()
-                    gZ1, gZ2 = (g.permute(0, 2, 3, 1).reshape(b, -1, g.shape[1]) for g in (gZ1, gZ2))  # (b, L, oc)
+                    gZ1, gZ2 = (g.permute(0, 2, 3, 1).reshape(bb, -1, g.shape[1]) for g in (gZ1, gZ2))  # (bb, L, oc)
                     blocks = {"conv1.weight": torch.bmm(gZ1.transpose(1, 2), A1).flatten(1), "conv1.bias": gZ1.sum(1),
                               "conv2.weight": torch.bmm(gZ2.transpose(1, 2), A2).flatten(1), "conv2.bias": gZ2.sum(1)}
                     if pp is None:
@@ -601,7 +610,7 @@ class ConvNetModel(FunctionalModel):
                         sh = self.shapes[name]
                         out[name] = out[name].reshape(sh[0], 3, 3, sh[1]).permute(0, 3, 1, 2)
                     torch.cat([out[name].reshape(-1) for name in names], out=totals[u, j, k])
-                    norms[u, j, k] = nrm
+                    norms[u, j, k, :bb] = nrm
         return totals.reshape(S, K, D), norms.reshape(S, K, b)
 
     def _clipped_grad_sum_batched(self, theta, x, y, valid, loss: Loss, clip, prox=None):

@@ -212,3 +212,33 @@ def test_cuda_convnet_matches_cpu_in_accounting(imgs):  # pragma: no cover - run
     np.testing.assert_allclose(a.noise_multipliers, b.noise_multipliers)
     np.testing.assert_array_equal(a.steps, b.steps)
     assert np.isfinite(a.test_metric)
+
+
+def test_padded_batches_compute_only_the_real_prefix():
+    """The CPU path computes only the real examples when they form a prefix of the padded Poisson batch (an
+    empty batch included) and falls back to the whole row otherwise: same sums and norms as the generic
+    vmap(grad) path, with and without the prox term, in float64."""
+    from fedtrain.losses import loss_for_task
+    from fedtrain.models import FunctionalModel, build_model
+
+    torch.manual_seed(0)
+    m = build_model("convnet", 28 * 28, 10, input_shape=(1, 28, 28), dtype=torch.float64)
+    loss = loss_for_task("multiclass")
+    S, K, b = 2, 3, 9
+    theta = m.init((S, K), random=True).to(torch.float64)
+    x = torch.rand(1, K, b, 28 * 28 + 1, dtype=torch.float64)
+    x[..., -1] = 1.0
+    y = torch.randint(0, 10, (1, K, b))
+    prefix = torch.zeros(1, K, b, dtype=torch.bool)
+    for k, n in enumerate([0, 5, 9]):
+        prefix[0, k, :n] = True
+    holes = prefix.clone()
+    holes[0, 2, 3] = False
+    clip = torch.full((S, K), 0.5, dtype=torch.float64)
+    prox = 0.01 * torch.randn(S, K, theta.shape[-1], dtype=torch.float64)
+    for valid, pr in ((prefix, None), (prefix, prox), (holes, None), (holes, prox)):
+        t1, n1 = m.clipped_grad_sum(theta, x, y, valid, loss, clip, pr)
+        t2, n2 = FunctionalModel.clipped_grad_sum(m, theta, x, y, valid, loss, clip, pr)
+        torch.testing.assert_close(t1, t2, rtol=1e-10, atol=1e-12)
+        torch.testing.assert_close(n1, n2, rtol=1e-10, atol=1e-12)
+    assert float(t1[:, 0].abs().max()) == 0.0  # the empty batch sums to zero
