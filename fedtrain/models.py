@@ -176,6 +176,17 @@ class FunctionalModel:
         per_silo = max(1, U * c * b * self.num_params)
         return max(1, min(K, self.max_entries // per_silo))
 
+    @staticmethod
+    def _streams(theta: torch.Tensor, x: torch.Tensor, clip: torch.Tensor, prox: torch.Tensor | None):
+        """The layout every clipped-sum path shares: ``S = U·c`` configurations over ``U`` random streams.
+        Returns ``S, K, D, U, b, c`` and the views ``theta (U,c,K,D)``, ``prox (U,c,K,D)`` or ``None`` and
+        ``clip (U,c,K)``."""
+        S, K, D = theta.shape
+        U, b = x.shape[0], x.shape[2]
+        c = S // U
+        return (S, K, D, U, b, c, theta.reshape(U, c, K, D),
+                None if prox is None else prox.reshape(U, c, K, D), clip.reshape(U, c, K))
+
     def clipped_grad_sum(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, valid: torch.Tensor,
                          loss: Loss, clip: torch.Tensor, prox: torch.Tensor | None = None
                          ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -189,12 +200,7 @@ class FunctionalModel:
         ``v_i = G_i + prox``, formed explicitly.  Returns ``(sum (S,K,D), per_example_norms (S,K,b))``
         (norms 0 for invalid examples).
         """
-        S, K, D = theta.shape
-        U, b = x.shape[0], x.shape[2]
-        c = S // U
-        th = theta.reshape(U, c, K, D)
-        pb = None if prox is None else prox.reshape(U, c, K, D)
-        clip_u = clip.reshape(U, c, K)
+        S, K, D, U, b, c, th, pb, clip_u = self._streams(theta, x, clip, prox)
         chunk = self._chunk(U, c, b, K)
         totals, norms = [], []
         for k0 in range(0, K, chunk):
@@ -547,12 +553,8 @@ class ConvNetModel(FunctionalModel):
         """
         if theta.device.type != "cpu":  # many small kernels would be launch-bound: batch all models
             return self._clipped_grad_sum_batched(theta, x, y, valid, loss, clip, prox)
-        S, K, D = theta.shape
-        U, b = x.shape[0], x.shape[2]
-        c = S // U
-        th = theta.detach().reshape(U, c, K, D)
-        pb = None if prox is None else prox.detach().reshape(U, c, K, D)
-        clip_u = clip.reshape(U, c, K)
+        S, K, D, U, b, c, th, pb, clip_u = self._streams(theta.detach(), x, clip,
+                                                         None if prox is None else prox.detach())
         okf = valid.to(theta.dtype)
         totals = torch.empty(U, c, K, D, dtype=theta.dtype, device=theta.device)
         norms = torch.empty(U, c, K, b, dtype=theta.dtype, device=theta.device)
@@ -618,12 +620,7 @@ class ConvNetModel(FunctionalModel):
         ``(…, b, D)`` tensor: the squared norm of ``v_i = G_i [+ P]`` is summed over the parameter blocks of
         :meth:`_grad_parts`, and each block's clipped sum is one ``einsum``; invalid examples get factor 0.
         Silos in chunks as the generic path (``silo_chunk``)."""
-        S, K, D = theta.shape
-        U, b = x.shape[0], x.shape[2]
-        c = S // U
-        th = theta.reshape(U, c, K, D)
-        pb = None if prox is None else prox.reshape(U, c, K, D)
-        clip_u = clip.reshape(U, c, K)
+        S, K, D, U, b, c, th, pb, clip_u = self._streams(theta, x, clip, prox)
         chunk = self._chunk(U, c, b, K)
         totals, norms = [], []
         for k0 in range(0, K, chunk):
