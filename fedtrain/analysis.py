@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "warm_start_label",
+    "co_clustering_agreement",
     "best_by_setting",
     "lower_is_better",
     "method_label",
@@ -52,6 +53,17 @@ def method_label(config: "RunConfig | Mapping[str, Any]") -> str:
     if not isinstance(config, RunConfig):
         config = RunConfig(**{"dataset": "-", **dict(config)})
     return config.spec.label_for(config.options)
+
+
+def co_clustering_agreement(assign: Sequence[int], groups: Sequence[int]) -> float:
+    """Share of silo pairs on which a clustering (e.g. IFCA's final cluster per silo) and the true groups
+    (e.g. the rotation groups of ``rotated-masked-*``) agree: both put the pair together, or both apart
+    (the Rand index, label-permutation invariant; 1 = the groups are recovered)."""
+    a, g = np.asarray(assign), np.asarray(groups)
+    if a.shape != g.shape or a.ndim != 1 or a.size < 2:
+        raise ValueError(f"assign and groups must be 1-d of the same length >= 2 (got {a.shape} and {g.shape})")
+    off = ~np.eye(a.size, dtype=bool)
+    return float(((a[:, None] == a[None, :]) == (g[:, None] == g[None, :]))[off].mean())
 
 
 def warm_start_label(config: "RunConfig") -> str:

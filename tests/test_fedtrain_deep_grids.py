@@ -77,3 +77,14 @@ def test_plot_mask_ratio_sweep():
     assert len(ax.get_legend().get_texts()) == 4
     with pytest.raises(ValueError, match="eps must be a privacy level"):
         plot_mask_ratio_sweep(_rows(), 1.0)
+
+
+def test_co_clustering_agreement():
+    from fedtrain.analysis import co_clustering_agreement
+
+    assert co_clustering_agreement([1, 1, 0, 0], [0, 0, 3, 3]) == 1.0  # relabelled: recovered
+    # silo 2 in the wrong cluster: (0,2), (1,2) together and (2,3) apart disagree, 3 of 6 pairs
+    assert co_clustering_agreement([0, 0, 0, 1], [0, 0, 1, 1]) == 0.5
+    assert co_clustering_agreement([0, 1, 2, 3], [0, 0, 0, 0]) == 0.0
+    with pytest.raises(ValueError, match="assign and groups"):
+        co_clustering_agreement([0, 1], [0, 1, 2])
