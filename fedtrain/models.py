@@ -378,6 +378,14 @@ class MLPModel(FunctionalModel):
 CONVNET_CHANNELS = (32, 64)
 #: Smallest side the ConvNet takes without padding (two VALID 3×3 convolutions, each followed by a 2×2 pool).
 CONVNET_MIN_VALID = 10
+#: Examples per micro-batch of the ConvNet's CPU clipped-gradient sum (:meth:`ConvNetModel.clipped_grad_sum`):
+#: small enough that one micro-batch's activations and patches stay in cache and are reused by the allocator.
+CONVNET_EXAMPLE_CHUNK = 25
+
+
+def _sqnorm(v: torch.Tensor) -> torch.Tensor:
+    """Squared Euclidean norm over the last dimension, without the temporary ``v²`` (a fused reduction)."""
+    return torch.linalg.vector_norm(v, dim=-1).square()
 
 
 class ConvNetModel(FunctionalModel):
@@ -396,17 +404,23 @@ class ConvNetModel(FunctionalModel):
     :func:`convnet_module`'s ``nn.Module``, so a flat vector maps one-to-one onto its ``state_dict``.
     Initialization: PyTorch's default for ``Conv2d``/``Linear`` (Kaiming-uniform weights with
     ``a = √5``, i.e. U(±1/√fan_in), and biases U(±1/√fan_in)), always random (all silos share the
-    draw; IFCA's centres each draw their own).  Per-example gradients take the generic
-    ``torch.func`` path; :meth:`forward` maps the pure single-model :meth:`apply` over stacked
-    parameters with ``vmap`` (batched convolutions become grouped ones), in chunks of at most
-    ``GENERIC_MAX_ENTRIES`` input entries.
+    draw; IFCA's centres each draw their own).  Per-example gradients are computed as Opacus' grad
+    samplers do (patches × gradients of the pre-activations, :meth:`clipped_grad_sum`): on CPU one model at a
+    time in micro-batches of ``example_chunk`` examples (:data:`CONVNET_EXAMPLE_CHUNK`), the first
+    convolution a GEMM on its patches; on CUDA all models at once; the generic ``torch.func`` path
+    (:meth:`per_example_grads_func`) is kept for checks.  :meth:`forward` runs the models one at a time on CPU
+    (channels-last) and batched on CUDA, in chunks of at most ``GENERIC_MAX_ENTRIES`` input entries.
     """
 
     random_init = True
 
     def __init__(self, input_shape: tuple[int, int, int], out_dim: int, dtype: torch.dtype = torch.float32,
-                 device: str | torch.device = "cpu", *, padding: str | None = None, silo_chunk: int | None = None):
+                 device: str | torch.device = "cpu", *, padding: str | None = None, silo_chunk: int | None = None,
+                 example_chunk: int = CONVNET_EXAMPLE_CHUNK):
         super().__init__(dtype, device, silo_chunk)
+        if not isinstance(example_chunk, int) or isinstance(example_chunk, bool) or example_chunk < 1:
+            raise ValueError(f"example_chunk must be a positive integer (got {example_chunk!r})")
+        self.example_chunk = example_chunk
         shape = tuple(input_shape) if input_shape is not None else ()
         if len(shape) != 3 or not all(isinstance(v, (int,)) or hasattr(v, "__index__") for v in shape) \
                 or min(int(v) for v in shape) < 1:
@@ -521,21 +535,35 @@ class ConvNetModel(FunctionalModel):
     def _apply_cl(self, params: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
         """:meth:`apply` for ``x (b, p)`` with the activations in channels-last layout (mkldnn convolutions,
         a fast ``max_pool2d`` on CPU)."""
-        img = x[:, : self.in_dim - 1].reshape(x.shape[0], *self.input_shape)
-        z = F.conv2d(img, params["conv1.weight"], params["conv1.bias"], padding=self.pad)
-        h = F.relu(F.max_pool2d(z.contiguous(memory_format=torch.channels_last), 2))
+        n = x.shape[0]
+        img = x[:, : self.in_dim - 1].reshape(n, *self.input_shape).contiguous(memory_format=torch.channels_last)
+        z = self._conv1(params, self._patches(img), n)
+        h = F.relu(F.max_pool2d(z, 2))
         h = F.relu(F.max_pool2d(F.conv2d(h, params["conv2.weight"], params["conv2.bias"], padding=self.pad), 2))
         return F.linear(h.flatten(1), params["fc.weight"], params["fc.bias"])
 
-    def _patches(self, h: torch.Tensor) -> torch.Tensor:
+    def _conv1(self, params: dict[str, torch.Tensor], A1: torch.Tensor, n: int) -> torch.Tensor:
+        """The first convolution as one GEMM on its patches ``A1 (n, L1, 9·C)`` (:meth:`_patches`), returned
+        ``(n, 32, h, w)`` in the channels-last layout (``F.conv2d`` with one input channel is slow on CPU and
+        returns NCHW)."""
+        w = params["conv1.weight"]
+        C, H, W = self.input_shape
+        z = torch.addmm(params["conv1.bias"], A1.reshape(-1, A1.shape[-1]), w.permute(0, 2, 3, 1).reshape(w.shape[0], -1).t())
+        return z.reshape(n, H + 2 * self.pad - 2, W + 2 * self.pad - 2, w.shape[0]).permute(0, 3, 1, 2)
+
+    def _patches(self, h: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """im2col of ``h (b, C, H, W)`` for a 3×3 kernel: ``(b, L, 9·C)``, column order ``(i, j, c)`` (the
         weight's ``(oc, 3, 3, C)`` layout), copied from a strided view of the channels-last layout in runs of
-        ``C`` contiguous values."""
+        ``C`` contiguous values; into ``out`` (a reused workspace of at least ``b·L·9·C`` entries) if given."""
         t = h.permute(0, 2, 3, 1)  # (b, H, W, C): a view for channels-last h
         if self.pad:
             t = F.pad(t, (0, 0, self.pad, self.pad, self.pad, self.pad))
         t = t.unfold(1, 3, 1).unfold(2, 3, 1).permute(0, 1, 2, 4, 5, 3)  # (b, hs, ws, 3, 3, C)
-        return t.reshape(h.shape[0], t.shape[1] * t.shape[2], -1)
+        if out is None:
+            return t.reshape(h.shape[0], t.shape[1] * t.shape[2], -1)
+        buf = out.reshape(-1)[: t.numel()].view(t.shape)
+        buf.copy_(t)
+        return buf.view(h.shape[0], t.shape[1] * t.shape[2], -1)
 
     def clipped_grad_sum(self, theta, x, y, valid, loss: Loss, clip, prox=None):
         """:meth:`FunctionalModel.clipped_grad_sum` (same arguments and returns), one model at a time.
@@ -556,10 +584,16 @@ class ConvNetModel(FunctionalModel):
         S, K, D, U, b, c, th, pb, clip_u = self._streams(theta.detach(), x, clip,
                                                          None if prox is None else prox.detach())
         okf = valid.to(theta.dtype)
-        totals = torch.empty(U, c, K, D, dtype=theta.dtype, device=theta.device)
-        norms = torch.empty(U, c, K, b, dtype=theta.dtype, device=theta.device)
+        totals = torch.zeros(U, c, K, D, dtype=theta.dtype, device=theta.device)
+        norms = torch.zeros(U, c, K, b, dtype=theta.dtype, device=theta.device)
         C, H, W = self.input_shape
         names = list(self.shapes)
+        mb = self.example_chunk
+        # workspaces reused by every micro-batch (fresh multi-MB allocations would page-fault each time)
+        h2s, w2s = (H + 2 * self.pad - 2) // 2 + 2 * self.pad - 2, (W + 2 * self.pad - 2) // 2 + 2 * self.pad - 2
+        c1, c2 = CONVNET_CHANNELS
+        ws_A2 = torch.empty(mb * h2s * w2s * 9 * c1, dtype=theta.dtype, device=theta.device)
+        ws_B2 = torch.empty(mb, c2, 9 * c1, dtype=theta.dtype, device=theta.device)
         for u in range(U):
             for k in range(K):
                 # Poisson batches are padded to the longest row; when the real examples form a prefix (the
@@ -567,52 +601,64 @@ class ConvNetModel(FunctionalModel):
                 ok_full = okf[u, k]
                 nv = int(ok_full.sum())
                 bb = nv if bool(ok_full[:nv].all()) else b
-                norms[u, :, k] = 0.0
                 if bb == 0:
-                    totals[u, :, k] = 0.0
                     continue
-                ok, yk = ok_full[:bb], y[u, k, :bb]
-                img = x[u, k, :bb, : self.in_dim - 1].reshape(bb, C, H, W).contiguous(memory_format=torch.channels_last)
-                A1 = self._patches(img)  # (bb, L1, C·9), shared by the c configurations
+                Ps = [self.unflatten(th[u, j, k]) for j in range(c)]
+                pps = [None if pb is None else self.unflatten(pb[u, j, k]) for j in range(c)]
+                acc: list[dict[str, torch.Tensor] | None] = [None] * c
+                for s0 in range(0, bb, mb):  # micro-batches of examples: activations stay in cache
+                    s1 = min(bb, s0 + mb)
+                    n = s1 - s0
+                    ok, yk = ok_full[s0:s1], y[u, k, s0:s1]
+                    img = x[u, k, s0:s1, : self.in_dim - 1].reshape(n, C, H, W)
+                    img = img.contiguous(memory_format=torch.channels_last)
+                    A1 = self._patches(img)  # (n, L1, 9·C), shared by the c configurations
+                    for j in range(c):
+                        P, pp = Ps[j], pps[j]
+                        Z1 = self._conv1(P, A1, n).requires_grad_(True)  # a GEMM on the patches needed anyway
+                        with torch.enable_grad():
+                            h1 = F.relu(F.max_pool2d(Z1, 2))  # ReLU after the pool: equal values and gradients
+                            Z2 = F.conv2d(h1, P["conv2.weight"], P["conv2.bias"], padding=self.pad)
+                            h2 = F.relu(F.max_pool2d(Z2, 2))
+                            a3 = h2.flatten(1)
+                            Z3 = F.linear(a3, P["fc.weight"], P["fc.bias"])
+                            gZ1, gZ2, gZ3 = torch.autograd.grad(loss.value(Z3, yk).sum(), [Z1, Z2, Z3])
+                        A2 = self._patches(h1.detach(), out=ws_A2)  # (n, L2, 9·32)
+                        a3 = a3.detach()
+                        gZ1, gZ2 = (g.permute(0, 2, 3, 1).reshape(n, -1, g.shape[1]) for g in (gZ1, gZ2))  # (n, L, oc)
+                        blocks = {"conv1.weight": torch.bmm(gZ1.transpose(1, 2), A1).flatten(1),
+                                  "conv1.bias": gZ1.sum(1),
+                                  "conv2.weight": torch.bmm(gZ2.transpose(1, 2), A2, out=ws_B2[:n]).flatten(1),
+                                  "conv2.bias": gZ2.sum(1)}
+                        if pp is None:
+                            sq = sum(_sqnorm(v) for v in blocks.values())
+                            sq = sq + _sqnorm(gZ3) * (_sqnorm(a3) + 1.0)
+                        else:
+                            for name in blocks:
+                                pv = pp[name].permute(0, 2, 3, 1) if name.endswith("weight") else pp[name]
+                                blocks[name] = blocks[name] + pv.reshape(1, -1)  # weights in (oc, 3, 3, C)
+                            blocks["fc.weight"] = (gZ3[:, :, None] * a3[:, None, :]).flatten(1) + pp["fc.weight"].reshape(1, -1)
+                            blocks["fc.bias"] = gZ3 + pp["fc.bias"]
+                            sq = sum(_sqnorm(v) for v in blocks.values())
+                        nrm = sq.sqrt() * ok
+                        factor = (clip_u[u, j, k] / (nrm + 1e-6)).clamp(max=1.0) * ok  # (n,)
+                        out = {name: factor @ blocks[name] for name in blocks}
+                        if pp is None:
+                            fg = gZ3 * factor[:, None]
+                            out["fc.weight"] = (fg.t() @ a3).flatten()
+                            out["fc.bias"] = fg.sum(0)
+                        if acc[j] is None:
+                            acc[j] = out
+                        else:
+                            for name in out:
+                                acc[j][name] += out[name]
+                        norms[u, j, k, s0:s1] = nrm
                 for j in range(c):
-                    P = self.unflatten(th[u, j, k])
-                    pp = None if pb is None else self.unflatten(pb[u, j, k])
-                    with torch.enable_grad():
-                        Z1 = F.conv2d(img, P["conv1.weight"], P["conv1.bias"], padding=self.pad)
-                        Z1 = Z1.contiguous(memory_format=torch.channels_last).requires_grad_(True)
-                        h1 = F.relu(F.max_pool2d(Z1, 2))  # ReLU after the pool: equal values and gradients
-                        Z2 = F.conv2d(h1, P["conv2.weight"], P["conv2.bias"], padding=self.pad)
-                        h2 = F.relu(F.max_pool2d(Z2, 2))
-                        a3 = h2.flatten(1)
-                        Z3 = F.linear(a3, P["fc.weight"], P["fc.bias"])
-                        gZ1, gZ2, gZ3 = torch.autograd.grad(loss.value(Z3, yk).sum(), [Z1, Z2, Z3])
-                    A2 = self._patches(h1.detach())  # (bb, L2, 32·9)
-                    a3 = a3.detach()
-                    gZ1, gZ2 = (g.permute(0, 2, 3, 1).reshape(bb, -1, g.shape[1]) for g in (gZ1, gZ2))  # (bb, L, oc)
-                    blocks = {"conv1.weight": torch.bmm(gZ1.transpose(1, 2), A1).flatten(1), "conv1.bias": gZ1.sum(1),
-                              "conv2.weight": torch.bmm(gZ2.transpose(1, 2), A2).flatten(1), "conv2.bias": gZ2.sum(1)}
-                    if pp is None:
-                        sq = sum(v.pow(2).sum(-1) for v in blocks.values())
-                        sq = sq + gZ3.pow(2).sum(-1) * (a3.pow(2).sum(-1) + 1.0)
-                    else:
-                        for name in blocks:
-                            pv = pp[name].permute(0, 2, 3, 1) if name.endswith("weight") else pp[name]
-                            blocks[name] = blocks[name] + pv.reshape(1, -1)
-                        blocks["fc.weight"] = (gZ3[:, :, None] * a3[:, None, :]).flatten(1) + pp["fc.weight"].reshape(1, -1)
-                        blocks["fc.bias"] = gZ3 + pp["fc.bias"]
-                        sq = sum(v.pow(2).sum(-1) for v in blocks.values())
-                    nrm = sq.sqrt() * ok
-                    factor = (clip_u[u, j, k] / (nrm + 1e-6)).clamp(max=1.0) * ok  # (b,)
-                    out = {name: factor @ blocks[name] for name in blocks}
-                    if pp is None:
-                        fg = gZ3 * factor[:, None]
-                        out["fc.weight"] = (fg.t() @ a3).flatten()
-                        out["fc.bias"] = fg.sum(0)
+                    out = acc[j]
                     for name in ("conv1.weight", "conv2.weight"):  # (oc, 3, 3, C) → the flat order (oc, C, 3, 3)
                         sh = self.shapes[name]
                         out[name] = out[name].reshape(sh[0], 3, 3, sh[1]).permute(0, 3, 1, 2)
                     torch.cat([out[name].reshape(-1) for name in names], out=totals[u, j, k])
-                    norms[u, j, k, :bb] = nrm
         return totals.reshape(S, K, D), norms.reshape(S, K, b)
 
     def _clipped_grad_sum_batched(self, theta, x, y, valid, loss: Loss, clip, prox=None):
@@ -713,15 +759,17 @@ def build_model(name: str, in_dim: int, out_dim: int, *, dtype: torch.dtype = to
     width, ``input_shape`` the data's ``(C, H, W)`` (image data; ``convnet`` needs it and raises
     ``ValueError`` naming ``model`` on tabular data).  ``options`` are execution options that do not
     change the numbers beyond float32 rounding: ``silo_chunk`` (every model; default
-    :data:`DEFAULT_SILO_CHUNK` on CPU) and ``closed_form`` (``linear`` only); ``padding`` for
-    ``convnet`` (see :class:`ConvNetModel`).
+    :data:`DEFAULT_SILO_CHUNK` on CPU), ``closed_form`` (``linear`` only) and ``example_chunk``
+    (``convnet`` only: examples per micro-batch of the CPU clipped sum); ``padding`` for ``convnet`` (see
+    :class:`ConvNetModel`).
     """
     if name not in ("linear", "mlp", "convnet"):
         raise ValueError(f"model must be one of 'linear', 'mlp', 'convnet' (got {name!r})")
     if "closed_form" in options and name != "linear":
         raise ValueError(f"closed_form applies to the 'linear' model only (the {name!r} model has no closed form)")
-    if "padding" in options and name != "convnet":
-        raise ValueError(f"padding applies to the 'convnet' model only (got model={name!r})")
+    for opt in ("padding", "example_chunk"):
+        if opt in options and name != "convnet":
+            raise ValueError(f"{opt} applies to the 'convnet' model only (got model={name!r})")
     if "silo_chunk" not in options and torch.device(device).type == "cpu":
         options["silo_chunk"] = DEFAULT_SILO_CHUNK[name]
     if name == "linear":

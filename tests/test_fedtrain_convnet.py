@@ -74,6 +74,25 @@ def test_per_example_grads_equal_opacus(shape):
     assert torch.allclose(Gf, ref, atol=1e-5 * float(scale), rtol=1e-4), float((Gf - ref).abs().max() / scale)
 
 
+@pytest.mark.parametrize("shape", [(3, 8, 8), (3, 12, 12)])  # 'same' padding (8×8) and 'valid', C = 3
+def test_forward_matches_the_module_for_colour_images(shape):
+    """The first convolution as a GEMM on the patches (channels-last) equals ``nn.Conv2d`` for C > 1 and both
+    paddings."""
+    m = ConvNetModel(shape, 5)
+    theta = m.init((1,), torch.Generator().manual_seed(5))[0]
+    x = torch.randn(7, math.prod(shape) + 1)
+    mod = convnet_module(shape, 5)
+    mod.load_state_dict(m.unflatten(theta))
+    with torch.no_grad():
+        torch.testing.assert_close(m.forward(theta, x), mod(x[:, :-1].reshape(7, *shape)), rtol=1e-5, atol=1e-5)
+
+
+def test_example_chunk_must_be_positive():
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match="example_chunk"):
+            ConvNetModel((1, 12, 12), 3, example_chunk=bad)
+
+
 def test_forward_broadcasts_and_matches_the_module():
     m = ConvNetModel((1, 12, 12), 4)
     theta = m.init((2, 3), torch.Generator().manual_seed(2))  # (S, K, D)
@@ -214,19 +233,22 @@ def test_cuda_convnet_matches_cpu_in_accounting(imgs):  # pragma: no cover - run
     assert np.isfinite(a.test_metric)
 
 
-def test_padded_batches_compute_only_the_real_prefix():
+@pytest.mark.parametrize("shape, example_chunk", [((1, 28, 28), 4), ((1, 28, 28), 25), ((3, 8, 8), 2)])
+def test_padded_batches_compute_only_the_real_prefix(shape, example_chunk):
     """The CPU path computes only the real examples when they form a prefix of the padded Poisson batch (an
-    empty batch included) and falls back to the whole row otherwise: same sums and norms as the generic
-    vmap(grad) path, with and without the prox term, in float64."""
+    empty batch included) and falls back to the whole row otherwise, in micro-batches of ``example_chunk``
+    examples (the last one partial): same sums and norms as the generic vmap(grad) path, with and without the
+    prox term, in float64."""
     from fedtrain.losses import loss_for_task
     from fedtrain.models import FunctionalModel, build_model
 
     torch.manual_seed(0)
-    m = build_model("convnet", 28 * 28, 10, input_shape=(1, 28, 28), dtype=torch.float64)
+    p = math.prod(shape)
+    m = build_model("convnet", p, 10, input_shape=shape, dtype=torch.float64, example_chunk=example_chunk)
     loss = loss_for_task("multiclass")
     S, K, b = 2, 3, 9
     theta = m.init((S, K), random=True).to(torch.float64)
-    x = torch.rand(1, K, b, 28 * 28 + 1, dtype=torch.float64)
+    x = torch.rand(1, K, b, p + 1, dtype=torch.float64)
     x[..., -1] = 1.0
     y = torch.randint(0, 10, (1, K, b))
     prefix = torch.zeros(1, K, b, dtype=torch.bool)
