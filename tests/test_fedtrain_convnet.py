@@ -264,3 +264,35 @@ def test_padded_batches_compute_only_the_real_prefix(shape, example_chunk):
         torch.testing.assert_close(t1, t2, rtol=1e-10, atol=1e-12)
         torch.testing.assert_close(n1, n2, rtol=1e-10, atol=1e-12)
     assert float(t1[:, 0].abs().max()) == 0.0  # the empty batch sums to zero
+
+
+@pytest.mark.parametrize("shape", [(1, 12, 12), (3, 8, 8)])
+def test_cuda_batched_path_equals_the_cpu_path_on_cpu(shape):
+    """The CUDA path's arithmetic (all models at once: ``_clipped_grad_sum_batched`` and the batched forward
+    ``_layers``), run here on the CPU in float64, equals the CPU per-model path: sums and norms with and
+    without the prox term, with padding that is not a prefix, for U = 2 streams × c = 2 configurations."""
+    from fedtrain.losses import loss_for_task
+
+    torch.manual_seed(1)
+    p = math.prod(shape)
+    m = ConvNetModel(shape, 4, dtype=torch.float64, example_chunk=3, silo_chunk=2)  # chunks: 3 silos as 2 + 1
+    loss = loss_for_task("multiclass")
+    U, c, K, b = 2, 2, 3, 7
+    theta = m.init((U * c, K), torch.Generator().manual_seed(2)).to(torch.float64)
+    x = torch.rand(U, K, b, p + 1, dtype=torch.float64)
+    x[..., -1] = 1.0
+    y = torch.randint(0, 4, (U, K, b))
+    valid = torch.rand(U, K, b) < 0.7
+    valid[0, 0] = False  # an empty batch
+    clip = torch.full((U * c, K), 0.3, dtype=torch.float64)
+    prox = 0.01 * torch.randn(U * c, K, m.num_params, dtype=torch.float64)
+    for pr in (None, prox):
+        t1, n1 = m.clipped_grad_sum(theta, x, y, valid, loss, clip, pr)
+        t2, n2 = m._clipped_grad_sum_batched(theta, x, y, valid, loss, clip, pr)
+        torch.testing.assert_close(t2, t1, rtol=1e-10, atol=1e-12)
+        torch.testing.assert_close(n2, n1, rtol=1e-10, atol=1e-12)
+    # the batched forward (CUDA's) against the per-model channels-last forward (CPU's)
+    P = m.unflatten(theta.reshape(U * c * K, -1))
+    xs = x[:, None].expand(U, c, K, b, p + 1).reshape(U * c * K, b, p + 1)
+    torch.testing.assert_close(m._layers(P, xs)[0].reshape(U, c, K, b, 4),
+                               m.forward(theta.reshape(U, c, K, -1), x[:, None]), rtol=1e-10, atol=1e-12)
