@@ -39,7 +39,7 @@ from fedtheory.privacy.events import DpEvent, compose, dpsgd_event, selection_ev
 __all__ = [
     "ADJACENCY", "PrivacyPlan", "SiloLedger", "LedgerMismatchError",
     "sample_rates", "steps_per_epoch", "expected_batch_sizes", "silo_event",
-    "noise_multipliers", "spent_epsilons",
+    "noise_multipliers", "spent_epsilons", "selection_epsilon",
 ]
 
 #: The adjacency notion of every result of the engine.
@@ -200,6 +200,19 @@ def noise_multipliers(plan: PrivacyPlan, eps, delta, q, accountant: str, selecti
                                   cache=cache)
         out[i] = rows[key]
     return out
+
+
+def selection_epsilon(selections: int, selection_eps: float, delta: float, accountant: str = "rdp") -> float:
+    """ε at ``delta`` of ``selections`` private selections alone (no DP-SGD step): each an exponential
+    mechanism with ``ε_sel = selection_eps``, composed as zCDP ``ρ = S·ε_sel²/8`` (bounded range, see the module
+    docstring).  A silo whose target ε is at most this cannot be calibrated at any noise multiplier: IFCA
+    selecting in every round of a long run (``select_frac = 1``) meets this (Fig. 4 at paper scale)."""
+    check_integer_at_least("selections", selections, 0)
+    if not selection_eps >= 0 or not math.isfinite(selection_eps):
+        raise ValueError(f"selection_eps must be finite and >= 0 (got {selection_eps!r})")
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1) (got {delta!r})")
+    return float(get_accountant(accountant).epsilon(selection_event(float(selection_eps), int(selections)), delta))
 
 
 def spent_epsilons(ledger: SiloLedger, z, delta, q, accountant: str, selection_eps=0.0) -> np.ndarray:

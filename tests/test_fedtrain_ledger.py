@@ -191,3 +191,47 @@ def test_resumed_and_uninterrupted_sweeps_store_identical_rows(data, tmp_path):
     row = whole.get(grid[3])
     assert alone.noise_multipliers.tolist() == row.noise_multipliers.tolist()
     assert alone.eps_spent.tolist() == row.eps_spent.tolist()
+
+
+def test_selection_epsilon_explains_the_unattainable_ifca_every_round():
+    """Fig. 4 at paper scale: IFCA selecting in all 400 rounds of the Vehicle stand-in with ε_sel = 0.03 ε.
+    The selections alone cost more than ε (so the grid keeps only the non-private point); the engine's
+    calibration refuses the run and reports, at z = 1e6, an ε no smaller than the selections' alone; the zCDP
+    value lies between ε and basic composition S·ε_sel."""
+    import math
+
+    import pytest
+
+    from fedtrain.config import RunConfig
+    from fedtrain.engine import run
+    from fedtrain.ledger import selection_epsilon
+    from fedtrain.presets import book_grid, paper_defaults
+    from fedtrain.testing import tiny_federated
+
+    inf = math.inf
+    delta = paper_defaults("vehicle")["delta"]
+    for eps in (0.1, 0.25, 0.5, 1.0, 2.0):
+        e_sel = selection_epsilon(400, 0.03 * eps, delta)
+        assert eps < e_sel < 400 * 0.03 * eps
+    # the paper-scale grid keeps only what can be calibrated
+    ifca = [c for c in book_grid("fig4", "vehicle-standin", scale="paper") if c.method == "ifca"]
+    assert {c.eps for c in ifca} == {inf} and {c.options.select_frac for c in ifca} == {1.0}
+    # ... and the reduced grid (20 rounds) keeps its finite levels, which are attainable
+    red = [c for c in book_grid("fig4", "vehicle-standin", scale="reduced") if c.method == "ifca"]
+    assert any(math.isfinite(c.eps) for c in red)
+    for c in red:
+        if math.isfinite(c.eps):
+            assert selection_epsilon(c.rounds, 0.03 * c.eps, c.delta) < c.eps
+    # the engine refuses a run whose selections alone exceed the target, naming the ε it can reach
+    data = tiny_federated(num_silos=2, n_range=(40, 40), dim=3, seed=0)
+    cfg = RunConfig(dataset=data.name, method="ifca", eps=0.1, delta=1e-5, rounds=400, batch_size=20, lr=0.1,
+                    options={"select_frac": 1.0, "num_clusters": 2})
+    floor = selection_epsilon(400, 0.03 * 0.1, 1e-5)
+    with pytest.raises(ValueError, match="unattainable") as err:
+        run(cfg, data)
+    reached = float(str(err.value).split("gives eps=")[1].split()[0])
+    assert reached >= floor * (1 - 1e-3)
+    with pytest.raises(ValueError, match="selection_eps"):
+        selection_epsilon(3, -0.1, 1e-5)
+    with pytest.raises(ValueError, match="delta"):
+        selection_epsilon(3, 0.1, 0.0)
