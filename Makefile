@@ -39,8 +39,8 @@ doctest: venv
 nbval: venv
 	$(PY) -m pytest -q --nbval-lax --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg book
 
-## the committed results store results/ that the empirical chapters read (fedtrain.presets.RESULTS_PRESETS;
-## PRESET=paper-all puts the stand-ins at paper scale too).  Resumable: finished runs are kept in results/work/
+## the committed results store results/ that the empirical chapters read (fedtrain.presets.RESULTS_PRESETS:
+## every dataset at paper scale, about 3 h of one core; PRESET=paper-school keeps the stand-ins reduced, 1 h).  Resumable: finished runs are kept in results/work/
 ## and skipped; an interrupted run loses at most the chunk it was training.  Niced: it runs beside other work.
 PRESET ?= paper
 results: venv

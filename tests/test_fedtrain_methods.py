@@ -124,6 +124,17 @@ def test_mocha_sigma_update():
         np.testing.assert_allclose(ratio.numpy(), ratio[0, 0].item(), rtol=1e-3)
 
 
+def test_mocha_sigma_of_a_diverged_configuration_is_nan_and_spares_the_others():
+    """A configuration whose models overflowed gets Σ = NaN (its run diverges, as any run at too large a rate);
+    the configurations trained with it get the same Σ as alone (the Vehicle stand-in's η = 0.3 Mocha runs)."""
+    w = torch.randn(3, 4, 6)
+    bad = w.clone()
+    bad[1, 2, 0] = float("inf")
+    sig = Mocha.update_sigma(bad)
+    assert torch.isnan(sig[1]).all()
+    torch.testing.assert_close(sig[[0, 2]], Mocha.update_sigma(w[[0, 2]]))
+
+
 def test_mocha_regularizer_acts(reg):
     a = run(cfg("mocha", lam=0.0, eps=math.inf), reg, keep_models=True)
     b = run(cfg("mocha", lam=3.0, eps=math.inf), reg, keep_models=True)

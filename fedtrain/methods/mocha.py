@@ -41,13 +41,21 @@ class Mocha(Method):
 
     @staticmethod
     def update_sigma(w: torch.Tensor) -> torch.Tensor:
-        """``Σ = (W Wᵀ)^{1/2} / tr((W Wᵀ)^{1/2})`` for ``w (S,K,D)``, in float64."""
+        """``Σ = (W Wᵀ)^{1/2} / tr((W Wᵀ)^{1/2})`` for ``w (S,K,D)``, in float64.
+
+        A configuration whose models have diverged (non-finite ``W Wᵀ``, e.g. too large a learning rate) gets
+        ``Σ = NaN``, so that its run ends with non-finite models like any diverged run, instead of stopping
+        the other configurations trained with it."""
         flat = w.reshape(w.shape[0], w.shape[1], -1).double()
         a = flat @ flat.transpose(-1, -2)
-        evals, evecs = torch.linalg.eigh(a)
-        root = (evecs * evals.clamp(min=1e-8).sqrt()[..., None, :]) @ evecs.transpose(-1, -2)
-        tr = torch.diagonal(root, dim1=-2, dim2=-1).sum(-1)[:, None, None]
-        return (root / tr).to(w.dtype)
+        ok = torch.isfinite(a).all(-1).all(-1)
+        out = torch.full_like(a, float("nan"))
+        if bool(ok.any()):
+            evals, evecs = torch.linalg.eigh(a[ok])
+            root = (evecs * evals.clamp(min=1e-8).sqrt()[..., None, :]) @ evecs.transpose(-1, -2)
+            tr = torch.diagonal(root, dim1=-2, dim2=-1).sum(-1)[:, None, None]
+            out[ok] = root / tr
+        return out.to(w.dtype)
 
     def eval_weights(self):
         return self.w
