@@ -191,15 +191,26 @@ const loaded = (img) => (img.decode ? img.decode() : Promise.resolve()).then(() 
 """
 
 
+def _mathjax_settled(driver) -> bool:
+    """Wait for MathJax (:data:`_WAIT_MATHJAX`, up to 20 s); ``False`` if it is still pending or the browser did
+    not answer within the script timeout (a stalled headless renderer on a loaded machine: seen once in CI)."""
+    from selenium.common.exceptions import TimeoutException
+
+    try:
+        return driver.execute_async_script(_WAIT_MATHJAX) != "pending"
+    except TimeoutException:
+        return False
+
+
 def check_page(driver, url: str, name: str) -> PageReport:
     report = PageReport(name)
     driver.get_log("browser")  # drop the previous page's messages
     driver.get(url)
-    if driver.execute_async_script(_WAIT_MATHJAX) == "pending":  # MathJax did not settle in 20 s: one reload
+    if not _mathjax_settled(driver):  # MathJax did not settle (or the renderer stalled): one reload
         driver.get_log("browser")
         driver.get(url)
-        if driver.execute_async_script(_WAIT_MATHJAX) == "pending":
-            report.add("math", "MathJax did not finish typesetting within 20 s, twice")
+        if not _mathjax_settled(driver):
+            report.add("math", "MathJax did not finish typesetting within 20 s (or the page did not answer), twice")
     found = driver.execute_script(_INSPECT)
     widgets = driver.execute_async_script(_WIDGETS)
     report.widgets = widgets["count"]
