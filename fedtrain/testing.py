@@ -10,7 +10,7 @@ import numpy as np
 
 from fedtrain.data.base import FederatedData
 
-__all__ = ["tiny_federated", "tiny_images", "fake_result", "FlakyRunner"]
+__all__ = ["tiny_federated", "tiny_images", "fake_result", "FlakyRunner", "engine_vs_reference"]
 
 
 def tiny_federated(task: str = "regression", *, num_silos: int = 5, dim: int = 4, n_range=(40, 80),
@@ -70,6 +70,26 @@ def tiny_images(*, num_silos: int = 4, shape: tuple[int, int, int] = (1, 12, 12)
         tx.append(x[:n]), ty.append(y[:n].astype(float)), sx.append(x[n:]), sy.append(y[n:].astype(float))
     return FederatedData(name, "multiclass", tx, ty, sx, sy, real=False, num_classes=int(num_classes),
                          info={"noise": noise, "seed": seed}, input_shape=tuple(int(v) for v in shape))
+
+
+def engine_vs_reference(data: FederatedData, config, seeds: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """Test metrics of ``seeds`` engine runs of ``config`` (seeds 0..) and of as many runs of the Opacus-per-silo
+    reference (:func:`fedtrain.reference.reference_run`, seeds 100.., the engine's noise multipliers), and the
+    standard error of the difference of their means, ``sqrt(s_E²/S + s_R²/S)`` (ddof = 1): the two-sample check
+    of the reference tests, ``|m_E − m_R| ≤ 4·se``."""
+    import math
+
+    from fedtrain.engine import run_many
+    from fedtrain.reference import reference_run
+
+    eng = run_many([config.replace(seed=s) for s in range(seeds)], data)
+    z = eng[0].noise_multipliers
+    ref = [reference_run(config.replace(seed=100 + s), data, noise_multipliers=z, accountant_check=False)
+           for s in range(seeds)]
+    e = np.array([r.test_metric for r in eng])
+    r = np.array([x.test_metric for x in ref])
+    se = math.sqrt(e.var(ddof=1) / seeds + r.var(ddof=1) / seeds)
+    return e, r, se
 
 
 def fake_result(config, test_metric: float, *, metric: str = "mse", num_silos: int = 2, curve=None, **fields):

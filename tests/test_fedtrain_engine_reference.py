@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from fedtrain.config import RunConfig
-from fedtrain.engine import run, run_many
+from fedtrain.engine import run
 from fedtrain.reference import opacus_noise_multipliers, reference_run
-from fedtrain.testing import tiny_federated
+from fedtrain.testing import engine_vs_reference, tiny_federated
 
 SEEDS = 48
 
@@ -69,17 +69,6 @@ def test_noise_multipliers_and_accounting_agree(data, accountant, eps):
         assert eng.eps_spent[k] <= np.asarray(c.eps)[k] * (1 + 1e-9)
 
 
-def _compare(data, c):
-    eng = run_many([c.replace(seed=s) for s in range(SEEDS)], data)
-    z = eng[0].noise_multipliers
-    ref = [reference_run(c.replace(seed=100 + s), data, noise_multipliers=z, accountant_check=False)
-           for s in range(SEEDS)]
-    e = np.array([r.test_metric for r in eng])
-    r = np.array([x.test_metric for x in ref])
-    se = math.sqrt(e.var(ddof=1) / SEEDS + r.var(ddof=1) / SEEDS)
-    return e, r, se
-
-
 @pytest.mark.parametrize("method, prox_mode, eps", [
     ("local", "clip-together", 1.5),
     ("fedavg", "clip-together", 1.5),
@@ -88,7 +77,7 @@ def _compare(data, c):
     ("mrmtl", "clip-together", math.inf),
 ])
 def test_metrics_equal_in_distribution(data, method, prox_mode, eps):
-    e, r, se = _compare(data, cfg(method, prox_mode=prox_mode, eps=eps))
+    e, r, se = engine_vs_reference(data, cfg(method, prox_mode=prox_mode, eps=eps), SEEDS)
     if not math.isfinite(eps):  # non-private: only the sampling is random; still two different streams
         se = max(se, 1e-6)
     assert abs(e.mean() - r.mean()) <= 4 * se, (e.mean(), r.mean(), se)
