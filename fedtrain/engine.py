@@ -275,8 +275,9 @@ class Trainer:
 
     def _pad(self, xs, ys):
         k, nmax, d = len(xs), max(x.shape[0] for x in xs), xs[0].shape[1]
-        x = np.zeros((k, nmax, d + 1))
-        y = np.zeros((k, nmax))
+        npdt = torch.empty((), dtype=self.dtype).numpy().dtype  # built in the engine's dtype: one copy, not two
+        x = np.zeros((k, nmax, d + 1), dtype=npdt)
+        y = np.zeros((k, nmax), dtype=npdt)
         for i, (a, b) in enumerate(zip(xs, ys)):
             x[i, : a.shape[0], :d] = a
             x[i, : a.shape[0], d] = 1.0

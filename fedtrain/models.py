@@ -410,8 +410,8 @@ class ConvNetModel(FunctionalModel):
     ``a = √5``, i.e. U(±1/√fan_in), and biases U(±1/√fan_in)), always random (all silos share the
     draw; IFCA's centres each draw their own).  Per-example gradients are computed as Opacus' grad
     samplers do (patches × gradients of the pre-activations, :meth:`clipped_grad_sum`): on CPU one model at a
-    time in micro-batches of ``example_chunk`` examples (:data:`CONVNET_EXAMPLE_CHUNK`), the first
-    convolution a GEMM on its patches; on CUDA all models at once; the generic ``torch.func`` path
+    time in micro-batches of ``example_chunk`` examples (:data:`CONVNET_EXAMPLE_CHUNK`), convolutions as
+    GEMMs on their patches and the backward written out with ATen's kernels; on CUDA all models at once; the generic ``torch.func`` path
     (:meth:`per_example_grads_func`) is kept for checks.  :meth:`forward` runs the models one at a time on CPU
     (channels-last) and batched on CUDA, in chunks of at most ``GENERIC_MAX_ENTRIES`` input entries.
     """
@@ -538,22 +538,44 @@ class ConvNetModel(FunctionalModel):
 
     def _apply_cl(self, params: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
         """:meth:`apply` for ``x (b, p)`` with the activations in channels-last layout (mkldnn convolutions,
-        a fast ``max_pool2d`` on CPU)."""
+        a fast ``max_pool2d`` on CPU), the first convolution a GEMM on its patches (:meth:`_conv1`)."""
         n = x.shape[0]
-        img = x[:, : self.in_dim - 1].reshape(n, *self.input_shape).contiguous(memory_format=torch.channels_last)
-        z = self._conv1(params, self._patches(img), n)
+        img = x[:, : self.in_dim - 1].reshape(n, *self.input_shape)
+        z = self._conv1(self._conv1_patches(img), self._conv1_weight(params))
         h = F.relu(F.max_pool2d(z, 2))
         h = F.relu(F.max_pool2d(F.conv2d(h, params["conv2.weight"], params["conv2.bias"], padding=self.pad), 2))
         return F.linear(h.flatten(1), params["fc.weight"], params["fc.bias"])
 
-    def _conv1(self, params: dict[str, torch.Tensor], A1: torch.Tensor, n: int) -> torch.Tensor:
-        """The first convolution as one GEMM on its patches ``A1 (n, L1, 9·C)`` (:meth:`_patches`), returned
-        ``(n, 32, h, w)`` in the channels-last layout (``F.conv2d`` with one input channel is slow on CPU and
-        returns NCHW)."""
-        w = params["conv1.weight"]
+    def _conv1_patches(self, img: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """The first convolution's patches with a row of ones (the bias'), ``(n, 9·C + 1, L1)``, rows in the
+        weight's own ``(c, i, j)`` order (``F.unfold``'s): one strided copy from the windows of ``img (n, C, H, W)``
+        (any strides, e.g. rows of the engine's padded data), into ``out`` (a reused workspace whose last row
+        already holds the ones) if given."""
+        if self.pad:
+            img = F.pad(img, (self.pad,) * 4)
+        n, C = img.shape[:2]
+        win = img.unfold(2, 3, 1).unfold(3, 3, 1).permute(0, 1, 4, 5, 2, 3)  # (n, C, 3, 3, hs, ws): a view
+        if out is None:
+            out = img.new_ones(n, 9 * C + 1, win.shape[-2] * win.shape[-1])
+        out[:, :-1].view(win.shape).copy_(win)
+        return out
+
+    @staticmethod
+    def _conv1_weight(P: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """The first convolution's ``[weight; bias]`` as ``(9·C + 1, 32)``, rows matching :meth:`_conv1_patches`."""
+        w = P["conv1.weight"]
+        return torch.cat([w.reshape(w.shape[0], -1).t(), P["conv1.bias"][None]], 0)
+
+    def _conv1(self, A1: torch.Tensor, W1: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """The first convolution as one batched GEMM ``A1ᵀ W1`` on its patches (:meth:`_conv1_patches`),
+        returned ``(n, 32, h, w)`` in the channels-last layout (``F.conv2d`` with one input channel is slow on
+        CPU and returns NCHW); into ``out`` (``n·L1·32`` entries) if given."""
+        n = A1.shape[0]
         C, H, W = self.input_shape
-        z = torch.addmm(params["conv1.bias"], A1.reshape(-1, A1.shape[-1]), w.permute(0, 2, 3, 1).reshape(w.shape[0], -1).t())
-        return z.reshape(n, H + 2 * self.pad - 2, W + 2 * self.pad - 2, w.shape[0]).permute(0, 3, 1, 2)
+        hs, ws = H + 2 * self.pad - 2, W + 2 * self.pad - 2
+        z = torch.bmm(A1.transpose(1, 2), W1.expand(n, -1, -1),
+                      out=None if out is None else out[: n * hs * ws * W1.shape[1]].view(n, hs * ws, W1.shape[1]))
+        return z.view(n, hs, ws, W1.shape[1]).permute(0, 3, 1, 2)
 
     def _patches(self, h: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """im2col of ``h (b, C, H, W)`` for a 3×3 kernel: ``(b, L, 9·C)``, column order ``(i, j, c)`` (the
@@ -572,16 +594,20 @@ class ConvNetModel(FunctionalModel):
     def clipped_grad_sum(self, theta, x, y, valid, loss: Loss, clip, prox=None):
         """:meth:`FunctionalModel.clipped_grad_sum` (same arguments and returns), one model at a time.
 
-        For each of the ``U·c·K`` models: the forward with ``F.conv2d`` (mkldnn on CPU) on its batch, one
-        backward of the summed loss to the pre-activations ``Z`` of the three layers (only the convolution's
-        backward-data is needed, no weight gradients), then per-example weight gradients
-        ``∂ℓ_i/∂W = (∂ℓ_i/∂Z_i) A_iᵀ`` from the patches ``A`` (``unfold``) for the two convolutions (as
-        Opacus' conv grad sampler).  The linear layer's per-example gradient ``g_i ã_iᵀ`` (``ã = [a, 1]``)
-        is never formed without ``prox``: its squared norm is ``‖g_i‖²‖ã_i‖²`` and its clipped sum the matrix
-        product ``(f ⊙ g)ᵀ ã``.  With ``prox`` the sum is ``Σ f_i G_i + (Σ f_i) P`` and the norm of
-        ``G_i + P`` is taken from the formed block.  Invalid examples get factor 0.  A loop over models
-        keeps each model's activations in cache; on CPU it is faster than one batched computation over all
-        models (benchmarks/bench_convnet.py).  On CUDA the batched :meth:`_clipped_grad_sum_batched` runs.
+        For each of the ``U·c·K`` models, in micro-batches of ``example_chunk`` examples: the forward (each
+        convolution a GEMM on its patches, :meth:`_conv1` and :meth:`_patches`, the patches being needed again
+        for the per-example gradients; activations channels-last), then the backward to the pre-activations ``Z`` of the three layers written out with
+        ATen's backward kernels (the loss' derivative :meth:`Loss.grad`, ReLU and max-pool backward, the second
+        convolution's backward-data; no weight gradients and no autograd graph), then the per-example weight
+        gradients ``∂ℓ_i/∂W = (∂ℓ_i/∂Z_i) A_iᵀ`` from the patches ``A`` (as Opacus' conv grad sampler): one
+        batched GEMM per convolution (the first one's patches carry a row of ones, so its product holds the
+        bias gradient too).  The linear layer's per-example gradient ``g_i ã_iᵀ`` (``ã = [a, 1]``) is never
+        formed without ``prox``: its squared norm is ``‖g_i‖²‖ã_i‖²`` and its clipped sum the matrix product
+        ``(f ⊙ g)ᵀ ã``.  With ``prox`` the norm of ``G_i + P`` is taken from the formed blocks.  Invalid
+        examples get factor 0.  Large intermediates live in workspaces reused by every micro-batch.  A loop
+        over models keeps each model's activations in cache; on CPU it is faster than one batched computation
+        over all models (benchmarks/bench_convnet.py).  On CUDA the batched :meth:`_clipped_grad_sum_batched`
+        runs; tests hold both equal to autograd's and Opacus' per-example gradients.
         """
         if theta.device.type != "cpu":  # many small kernels would be launch-bound: batch all models
             return self._clipped_grad_sum_batched(theta, x, y, valid, loss, clip, prox)
@@ -591,13 +617,25 @@ class ConvNetModel(FunctionalModel):
         totals = torch.zeros(U, c, K, D, dtype=theta.dtype, device=theta.device)
         norms = torch.zeros(U, c, K, b, dtype=theta.dtype, device=theta.device)
         C, H, W = self.input_shape
-        names = list(self.shapes)
-        mb = self.example_chunk
-        # workspaces reused by every micro-batch (fresh multi-MB allocations would page-fault each time)
-        h2s, w2s = (H + 2 * self.pad - 2) // 2 + 2 * self.pad - 2, (W + 2 * self.pad - 2) // 2 + 2 * self.pad - 2
         c1, c2 = CONVNET_CHANNELS
-        ws_A2 = torch.empty(mb * h2s * w2s * 9 * c1, dtype=theta.dtype, device=theta.device)
-        ws_B2 = torch.empty(mb, c2, 9 * c1, dtype=theta.dtype, device=theta.device)
+        pad, mb = self.pad, self.example_chunk
+        aten = torch.ops.aten
+        pool = ([2, 2], [2, 2], [0, 0], [1, 1], False)  # kernel, stride, padding, dilation, ceil_mode
+        h1s, w1s = H + 2 * pad - 2, W + 2 * pad - 2  # the first convolution's output
+        hp, wp = h1s // 2, w1s // 2  # after the first pool
+        h2s, w2s = hp + 2 * pad - 2, wp + 2 * pad - 2  # the second convolution's output
+        L1, L2 = h1s * w1s, h2s * w2s
+        kw = dict(dtype=theta.dtype, device=theta.device)
+        # workspaces reused by every micro-batch (the first patches' last row: the bias' ones)
+        ws_A1, ws_A2 = torch.ones(mb, 9 * C + 1, L1, **kw), torch.empty(mb * L2 * 9 * c1, **kw)
+        ws_Z1, ws_gZ1 = torch.empty(mb * L1 * c1, **kw), torch.empty(mb * L1 * c1, **kw)
+        ws_gZ2, ws_B2 = torch.empty(mb * L2 * c2, **kw), torch.empty(mb, c2, 9 * c1, **kw)
+        ws_h1, ws_Z2 = torch.empty(mb * hp * wp * c1, **kw), torch.empty(mb * L2 * c2, **kw)
+        ws_i1 = torch.empty(mb * hp * wp * c1, dtype=torch.int64, device=theta.device)
+
+        def cl(ws: torch.Tensor, n: int, h: int, w: int, ch: int) -> torch.Tensor:  # an NCHW view, channels-last
+            return ws[: n * h * w * ch].view(n, h, w, ch).permute(0, 3, 1, 2)
+
         for u in range(U):
             for k in range(K):
                 # Poisson batches are padded to the longest row; when the real examples form a prefix (the
@@ -608,62 +646,79 @@ class ConvNetModel(FunctionalModel):
                 if bb == 0:
                     continue
                 Ps = [self.unflatten(th[u, j, k]) for j in range(c)]
-                pps = [None if pb is None else self.unflatten(pb[u, j, k]) for j in range(c)]
-                acc: list[dict[str, torch.Tensor] | None] = [None] * c
+                W1s = [self._conv1_weight(P) for P in Ps]
+                W2s = [P["conv2.weight"].permute(0, 2, 3, 1).reshape(c2, -1) for P in Ps]
+                pps = [None if pb is None else self._blocks(self.unflatten(pb[u, j, k])) for j in range(c)]
+                acc = [[torch.zeros_like(v) for v in self._blocks(P)] for P in Ps]  # Σ_i f_i · block_i
                 for s0 in range(0, bb, mb):  # micro-batches of examples: activations stay in cache
                     s1 = min(bb, s0 + mb)
                     n = s1 - s0
                     ok, yk = ok_full[s0:s1], y[u, k, s0:s1]
-                    img = x[u, k, s0:s1, : self.in_dim - 1].reshape(n, C, H, W)
-                    img = img.contiguous(memory_format=torch.channels_last)
-                    A1 = self._patches(img)  # (n, L1, 9·C), shared by the c configurations
+                    A1 = self._conv1_patches(x[u, k, s0:s1, : self.in_dim - 1].reshape(n, C, H, W), out=ws_A1[:n])
                     for j in range(c):
                         P, pp = Ps[j], pps[j]
-                        Z1 = self._conv1(P, A1, n).requires_grad_(True)  # a GEMM on the patches needed anyway
-                        with torch.enable_grad():
-                            h1 = F.relu(F.max_pool2d(Z1, 2))  # ReLU after the pool: equal values and gradients
-                            Z2 = F.conv2d(h1, P["conv2.weight"], P["conv2.bias"], padding=self.pad)
-                            h2 = F.relu(F.max_pool2d(Z2, 2))
-                            a3 = h2.flatten(1)
-                            Z3 = F.linear(a3, P["fc.weight"], P["fc.bias"])
-                            gZ1, gZ2, gZ3 = torch.autograd.grad(loss.value(Z3, yk).sum(), [Z1, Z2, Z3])
-                        A2 = self._patches(h1.detach(), out=ws_A2)  # (n, L2, 9·32)
-                        a3 = a3.detach()
-                        gZ1, gZ2 = (g.permute(0, 2, 3, 1).reshape(n, -1, g.shape[1]) for g in (gZ1, gZ2))  # (n, L, oc)
-                        blocks = {"conv1.weight": torch.bmm(gZ1.transpose(1, 2), A1).flatten(1),
-                                  "conv1.bias": gZ1.sum(1),
-                                  "conv2.weight": torch.bmm(gZ2.transpose(1, 2), A2, out=ws_B2[:n]).flatten(1),
-                                  "conv2.bias": gZ2.sum(1)}
+                        # forward (ReLU after each pool: equal values and gradients, max and ReLU being monotone)
+                        Z1 = self._conv1(A1, W1s[j], out=ws_Z1)
+                        h1, i1 = cl(ws_h1, n, hp, wp, c1), cl(ws_i1, n, hp, wp, c1)
+                        aten.max_pool2d_with_indices.out(Z1, *pool, out=h1, indices=i1)
+                        h1 = h1.relu_()
+                        A2 = self._patches(h1, out=ws_A2)  # (n, L2, 9·32): the forward's GEMM and the gradients'
+                        Z2 = torch.addmm(P["conv2.bias"], A2.view(n * L2, -1), W2s[j].t(),
+                                         out=ws_Z2[: n * L2 * c2].view(n * L2, c2))
+                        Z2 = Z2.view(n, h2s, w2s, c2).permute(0, 3, 1, 2)
+                        h2, i2 = F.max_pool2d_with_indices(Z2, 2)
+                        h2 = h2.relu_()
+                        a3 = h2.flatten(1)  # (n, F) in the channel-major order of fc.weight
+                        gZ3 = loss.grad(torch.addmm(P["fc.bias"], a3, P["fc.weight"].t()), yk)  # (n, o)
+                        # backward to the pre-activations
+                        g = (gZ3 @ P["fc.weight"]).view_as(h2).contiguous(memory_format=torch.channels_last)
+                        gZ2 = cl(ws_gZ2, n, h2s, w2s, c2)
+                        aten.max_pool2d_with_indices_backward.grad_input(aten.threshold_backward(g, h2, 0), Z2,
+                                                                         *pool, i2, grad_input=gZ2)
+                        g = aten.convolution_backward(gZ2, h1, P["conv2.weight"], None, [1, 1], [pad, pad], [1, 1],
+                                                      False, [0, 0], 1, [True, False, False])[0]
+                        gZ1 = cl(ws_gZ1, n, h1s, w1s, c1)
+                        aten.max_pool2d_with_indices_backward.grad_input(aten.threshold_backward(g, h1, 0), Z1,
+                                                                         *pool, i1, grad_input=gZ1)
+                        # per-example gradients: conv1 [weight; bias] (n, 9·C+1, 32), conv2 weight (n, 64, 9·32)
+                        g1, g2 = gZ1.permute(0, 2, 3, 1).reshape(n, L1, c1), gZ2.permute(0, 2, 3, 1).reshape(n, L2, c2)
+                        blocks = [torch.bmm(A1, g1),
+                                  torch.bmm(g2.transpose(1, 2), A2, out=ws_B2[:n]),
+                                  g2.sum(1)]
                         if pp is None:
-                            sq = sum(_sqnorm(v) for v in blocks.values())
-                            sq = sq + _sqnorm(gZ3) * (_sqnorm(a3) + 1.0)
+                            sq = sum(_sqnorm(v.flatten(1)) for v in blocks) + _sqnorm(gZ3) * (_sqnorm(a3) + 1.0)
                         else:
-                            for name in blocks:
-                                pv = pp[name].permute(0, 2, 3, 1) if name.endswith("weight") else pp[name]
-                                blocks[name] = blocks[name] + pv.reshape(1, -1)  # weights in (oc, 3, 3, C)
-                            blocks["fc.weight"] = (gZ3[:, :, None] * a3[:, None, :]).flatten(1) + pp["fc.weight"].reshape(1, -1)
-                            blocks["fc.bias"] = gZ3 + pp["fc.bias"]
-                            sq = sum(_sqnorm(v) for v in blocks.values())
-                        nrm = sq.sqrt() * ok
-                        factor = (clip_u[u, j, k] / (nrm + 1e-6)).clamp(max=1.0) * ok  # (n,)
-                        out = {name: factor @ blocks[name] for name in blocks}
+                            blocks = [v + p for v, p in zip(blocks, pp)]
+                            blocks += [gZ3[:, :, None] * a3[:, None, :] + pp[3], gZ3 + pp[4]]
+                            sq = sum(_sqnorm(v.flatten(1)) for v in blocks)
+                        nrm = torch.mul(sq.sqrt_(), ok, out=norms[u, j, k, s0:s1])
+                        factor = (clip_u[u, j, k] / (nrm + 1e-6)).clamp_(max=1.0).mul_(ok)  # (n,)
+                        for v, a_ in zip(blocks, acc[j]):
+                            a_.view(-1).addmv_(v.flatten(1).t(), factor)
                         if pp is None:
                             fg = gZ3 * factor[:, None]
-                            out["fc.weight"] = (fg.t() @ a3).flatten()
-                            out["fc.bias"] = fg.sum(0)
-                        if acc[j] is None:
-                            acc[j] = out
-                        else:
-                            for name in out:
-                                acc[j][name] += out[name]
-                        norms[u, j, k, s0:s1] = nrm
+                            acc[j][3].addmm_(fg.t(), a3)
+                            acc[j][4].add_(fg.sum(0))
                 for j in range(c):
-                    out = acc[j]
-                    for name in ("conv1.weight", "conv2.weight"):  # (oc, 3, 3, C) → the flat order (oc, C, 3, 3)
-                        sh = self.shapes[name]
-                        out[name] = out[name].reshape(sh[0], 3, 3, sh[1]).permute(0, 3, 1, 2)
-                    torch.cat([out[name].reshape(-1) for name in names], out=totals[u, j, k])
+                    torch.cat(self._flat_from_blocks(acc[j]), out=totals[u, j, k])
         return totals.reshape(S, K, D), norms.reshape(S, K, b)
+
+    def _blocks(self, P: Mapping[str, torch.Tensor]) -> list[torch.Tensor]:
+        """Parameters in the layouts of the CPU path's per-example blocks: ``[conv1 [weight; bias] (9·C+1, 32)
+        (:meth:`_conv1_weight`), conv2.weight (64, 9·32) in the patches' ``(i, j, c)`` column order, conv2.bias,
+        fc.weight, fc.bias]``; :meth:`_flat_from_blocks` inverts it."""
+        w2 = P["conv2.weight"]
+        return [self._conv1_weight(P), w2.permute(0, 2, 3, 1).reshape(w2.shape[0], -1), P["conv2.bias"],
+                P["fc.weight"], P["fc.bias"]]
+
+    def _flat_from_blocks(self, blocks: list[torch.Tensor]) -> list[torch.Tensor]:
+        """The flat parameter order (:attr:`shapes`) of (flattened) blocks laid out as :meth:`_blocks`, as 1-D
+        pieces to concatenate."""
+        c1, cin = self.shapes["conv1.weight"][:2]
+        c2 = self.shapes["conv2.weight"][0]
+        B1 = blocks[0].reshape(9 * cin + 1, c1)
+        return [B1[:-1].t().reshape(-1), B1[-1], blocks[1].reshape(c2, 3, 3, c1).permute(0, 3, 1, 2).reshape(-1),
+                blocks[2].reshape(-1), blocks[3].reshape(-1), blocks[4].reshape(-1)]
 
     def _clipped_grad_sum_batched(self, theta, x, y, valid, loss: Loss, clip, prox=None):
         """:meth:`clipped_grad_sum` on CUDA: all models at once, without forming the flat

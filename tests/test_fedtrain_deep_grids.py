@@ -33,6 +33,18 @@ def test_fig6_grid_covers_methods_ratios_and_privacy():
         deep_grid("fig7")
 
 
+def test_fig6_convnet_grid_is_the_paper_model_on_the_reduced_data():
+    cs = deep_grid("fig6-convnet", full=False)
+    reduced = DEEP_FIGURES["fig6"]["reduced"]
+    assert {c.model for c in cs} == {"convnet"} and {c.dataset for c in cs} == {reduced["dataset"]}
+    assert {c.dataset_options["mask_ratio"] for c in cs} == {0.0} and {c.seed for c in cs} == {0}
+    assert {c.method for c in cs} == {"local", "fedavg", "ifca", "mrmtl", "ifca-mrmtl"}
+    assert not any(c.method == "ifca-mrmtl" and c.lam == 0 for c in cs)  # no IFCA -> Local here
+    assert len(cs) == 5 * 2  # five methods, one lambda, eps in {8, inf}
+    assert deep_grid("fig6-convnet", full=True) == cs
+    assert "reduced scale: convnet model" in deep_grid_note("fig6-convnet", full=False)
+
+
 def test_fig3d_grid():
     cs = deep_grid("fig3d", full=False)
     assert {c.method for c in cs} == {"local", "fedavg", "finetune", "mrmtl", "ifca"}
