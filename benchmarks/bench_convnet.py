@@ -16,6 +16,12 @@ both get the engine's z_k).  Each side runs once untimed (warm-up), then ``--rep
 (engine, Opacus) pairs, so that both sides see the same machine load; the ratio of the best times is the
 headline, and the spread of the per-pair ratios is printed with it.
 
+GPU (``--paper-gpu``, issue 13's second target): the same benchmark at paper scale (40 silos × 1,500 images,
+``--rounds`` rounds, default 1 = 15 steps per silo), seconds per round of the engine on the CPU, the engine on
+the GPU and the Opacus loop on the GPU, each once untimed then best of ``--repeats``, with the ratios
+(target ≥ 10× over the Opacus loop on the GPU); the device's name is printed.  ``--gpu-device cpu`` runs the
+same code path on the CPU (a dry run for machines without a GPU).
+
 The silo-chunk study (``--chunks``) times the engine's per-step clipped-gradient sum for several
 ``silo_chunk`` values (1 = a loop over silos, None = all silos vectorized up to the memory bound) for the
 three models, which is how :data:`fedtrain.models.DEFAULT_SILO_CHUNK` was chosen.
@@ -24,6 +30,7 @@ Usage::
 
     OMP_NUM_THREADS=1 flock /tmp/fedbook-heavy.lock python benchmarks/bench_convnet.py [--n 200]
         [--rounds 1] [--repeats 3] [--device cpu|cuda] [--chunks]
+    python benchmarks/bench_convnet.py --paper-gpu     # on a machine with a GPU
 """
 from __future__ import annotations
 
@@ -43,7 +50,13 @@ def parse(argv=None):
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     p.add_argument("--chunks", action="store_true", help="also time silo_chunk choices for every model")
     p.add_argument("--no-opacus", action="store_true")
-    return p.parse_args(argv)
+    p.add_argument("--paper-gpu", action="store_true",
+                   help="paper scale (--n defaults to 1500): engine CPU vs engine GPU vs Opacus loop on the GPU")
+    p.add_argument("--gpu-device", default="cuda", help="the GPU side's device for --paper-gpu (cpu: a dry run)")
+    args = p.parse_args(argv)
+    if args.paper_gpu and args.n == p.get_default("n"):
+        args.n = 1500
+    return args
 
 
 def examples(result, n, batch):
@@ -64,6 +77,8 @@ def main(argv=None):
     from fedtrain.testing import tiny_images
 
     warnings.simplefilter("ignore")
+    if args.paper_gpu:
+        return paper_gpu(args)
     data = tiny_images(num_silos=args.silos, shape=(1, 28, 28), num_classes=10, n_range=(args.n, args.n), n_test=50,
                        noise=1.0, seed=0, name="mnist-shaped")
     cfg = RunConfig(dataset="mnist-shaped", method="fedavg", model="convnet", eps=1.0, delta=1e-7, lr=0.05,
@@ -97,6 +112,59 @@ def main(argv=None):
               f"{ratios[len(ratios) // 2]:.2f}x, max {ratios[-1]:.2f}x", flush=True)
     if args.chunks:
         out["chunks"] = chunk_study(args.device)
+    print(json.dumps(out, indent=1))
+    return out
+
+
+def paper_gpu(args) -> dict:
+    """Seconds per round at paper scale: the engine on the CPU and on ``args.gpu_device``, and the Opacus loop
+    (:func:`fedtrain.reference.reference_run`) on ``args.gpu_device``; all with the engine's z_k."""
+    import torch
+
+    from fedtrain.config import RunConfig
+    from fedtrain.engine import run
+    from fedtrain.reference import reference_run
+    from fedtrain.testing import tiny_images
+
+    gpu = args.gpu_device
+    if gpu.startswith("cuda") and not torch.cuda.is_available():
+        raise SystemExit("--paper-gpu needs a CUDA GPU (torch.cuda.is_available() is False); "
+                         "--gpu-device cpu runs the same code path on the CPU")
+    name = torch.cuda.get_device_name() if gpu.startswith("cuda") else "cpu (dry run)"
+    data = tiny_images(num_silos=args.silos, shape=(1, 28, 28), num_classes=10, n_range=(args.n, args.n),
+                       n_test=50, noise=1.0, seed=0, name="mnist-shaped")
+    cfg = RunConfig(dataset="mnist-shaped", method="fedavg", model="convnet", eps=1.0, delta=1e-7, lr=0.05,
+                    rounds=args.rounds, batch_size=args.batch, clip=1.0)
+    z = run(cfg, data).noise_multipliers  # the z_k both sides use (and a first CPU run)
+
+    def sync():
+        if gpu.startswith("cuda"):
+            torch.cuda.synchronize()
+
+    def best(fn) -> float:
+        fn()  # warm-up (CUDA context, kernels, mkldnn primitives)
+        ts = []
+        for _ in range(args.repeats):
+            sync()
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            ts.append(time.perf_counter() - t0)
+        return min(ts) / args.rounds
+
+    out = {"gpu": name, "silos": args.silos, "n": args.n, "rounds": args.rounds, "batch": args.batch,
+           "torch_threads": torch.get_num_threads()}
+    out["engine_cpu_s_per_round"] = best(lambda: run(cfg, data))
+    out["engine_gpu_s_per_round"] = best(lambda: run(cfg.replace(device=gpu), data))
+    out["opacus_gpu_s_per_round"] = best(
+        lambda: reference_run(cfg.replace(device=gpu), data, noise_multipliers=z, accountant_check=False))
+    out["gpu_vs_cpu"] = out["engine_cpu_s_per_round"] / out["engine_gpu_s_per_round"]
+    out["engine_vs_opacus_gpu"] = out["opacus_gpu_s_per_round"] / out["engine_gpu_s_per_round"]
+    print(f"paper scale, {args.silos} silos x {args.n} images (28x28), B = {args.batch}; GPU: {name}")
+    print(f"engine, CPU ({out['torch_threads']} threads): {out['engine_cpu_s_per_round']:.2f} s per round")
+    print(f"engine, GPU: {out['engine_gpu_s_per_round']:.3f} s per round ({out['gpu_vs_cpu']:.1f}x the CPU)")
+    print(f"Opacus loop, GPU: {out['opacus_gpu_s_per_round']:.2f} s per round; engine/Opacus on the GPU: "
+          f"{out['engine_vs_opacus_gpu']:.1f}x (target >= 10x)", flush=True)
     print(json.dumps(out, indent=1))
     return out
 

@@ -110,12 +110,12 @@ def opacus_noise_multipliers(eps: np.ndarray, delta: np.ndarray, n: np.ndarray, 
     return out
 
 
-def _collate_with_empty(d: int, shape: tuple[int, ...] | None = None):
+def _collate_with_empty(d: int, shape: tuple[int, ...] | None = None, device: torch.device | None = None):
     shape = (d,) if shape is None else tuple(shape)
 
     def collate(batch):
         if len(batch) == 0:  # Poisson sampling may draw an empty batch
-            return torch.zeros((0, *shape)), torch.zeros((0,))
+            return torch.zeros((0, *shape), device=device), torch.zeros((0,), device=device)
         return torch.stack([b[0] for b in batch]).reshape(-1, *shape), torch.stack([b[1] for b in batch])
 
     return collate
@@ -144,6 +144,8 @@ def reference_run(config: RunConfig, data: FederatedData, *, noise_multipliers: 
     ``noise_multipliers``: use these z_k instead of calibrating with Opacus (e.g. to time training
     alone).  Random numbers come from torch's global generator seeded with ``config.seed`` (a
     different stream from the engine's: results agree in distribution, not sample by sample).
+    ``config.device``: where the models, data and Opacus' per-example gradients live (``"cuda"`` for the GPU
+    benchmark; the Poisson sampler draws its indices on the CPU).
     """
     import warnings
 
@@ -166,6 +168,9 @@ def reference_run(config: RunConfig, data: FederatedData, *, noise_multipliers: 
             raise ValueError("the reference runs the ConvNet's MR-MTL with prox_mode='post-noise' only "
                              f"(got {config.prox_mode!r})")
     t0 = time.perf_counter()
+    dev = torch.device(config.device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device='cuda' but CUDA is not available (torch.cuda.is_available() is False)")
     torch.manual_seed(config.seed)
     gen = torch.Generator().manual_seed(config.seed)
     eps, delta = resolve_budgets(config, data)
@@ -184,7 +189,7 @@ def reference_run(config: RunConfig, data: FederatedData, *, noise_multipliers: 
         from fedtrain.models import ConvNetModel, convnet_module
 
         spec = ConvNetModel(data.input_shape, int(data.num_classes))
-        init = spec.init((), gen)  # one draw shared by all silos, as in the engine
+        init = spec.init((), gen).to(dev)  # one draw shared by all silos, as in the engine
     for k in range(K):
         if convnet:
             model = convnet_module(data.input_shape, int(data.num_classes), padding=spec.padding)
@@ -194,12 +199,13 @@ def reference_run(config: RunConfig, data: FederatedData, *, noise_multipliers: 
             model = ProxLinear(d, 1)
             nn.init.zeros_(model.weight)
             nn.init.zeros_(model.bias)
+        model = model.to(dev)
         opt = torch.optim.SGD(model.parameters(), lr=config.lr)
-        ds = TensorDataset(torch.as_tensor(data.train_x[k], dtype=torch.float32),
-                           torch.as_tensor(data.train_y[k], dtype=torch.float32))
+        ds = TensorDataset(torch.as_tensor(data.train_x[k], dtype=torch.float32, device=dev),
+                           torch.as_tensor(data.train_y[k], dtype=torch.float32, device=dev))
         loader = DataLoader(ds, batch_sampler=UniformWithReplacementSampler(
             num_samples=int(n[k]), sample_rate=float(q[k]), steps=int(m[k]), generator=gen),
-            collate_fn=_collate_with_empty(d, data.input_shape if convnet else None))
+            collate_fn=_collate_with_empty(d, data.input_shape if convnet else None, dev))
         private = math.isfinite(eps[k])
         if private:
             engine = PrivacyEngine(accountant=config.accountant)
@@ -240,7 +246,7 @@ def reference_run(config: RunConfig, data: FederatedData, *, noise_multipliers: 
             c.bias.grad += lam * (c.bias - c.center_b)
 
     wts = n / n.sum() if config.aggregation == "weighted" else np.full(K, 1.0 / K)
-    wbar = get_flat(silos[0]["model"]) if convnet else torch.zeros(d + 1)
+    wbar = get_flat(silos[0]["model"]) if convnet else torch.zeros(d + 1, device=dev)
     steps = np.zeros(K, dtype=np.int64)
     lam = config.lam if config.method == "mrmtl" else 0.0
     for _t in range(config.rounds):
@@ -289,19 +295,19 @@ def reference_run(config: RunConfig, data: FederatedData, *, noise_multipliers: 
 
     silo_metrics = np.zeros(K)
     final = torch.stack([get_flat(s["model"]) for s in silos])
-    spread = float(((final - final.mean(0)) ** 2).sum())
+    spread = float(((final - final.mean(0)) ** 2).sum())  # (a sync point on CUDA: the timing includes the work)
     for k, s in enumerate(silos):
         c = core(s["model"])
         w = wbar if config.method == "fedavg" else get_flat(s["model"])
-        x = torch.as_tensor(data.test_x[k], dtype=torch.float32)
+        x = torch.as_tensor(data.test_x[k], dtype=torch.float32, device=dev)
         if convnet:
-            probe = convnet_module(data.input_shape, int(data.num_classes), padding=spec.padding)
+            probe = convnet_module(data.input_shape, int(data.num_classes), padding=spec.padding).to(dev)
             probe.load_state_dict(spec.unflatten(w))
             with torch.no_grad():
                 f = probe(x.reshape(-1, *data.input_shape))
         else:
             f = (x @ w[:d] + w[d:])[:, None]
-        silo_metrics[k] = float(metric(f, torch.as_tensor(data.test_y[k], dtype=torch.float32)).mean())
+        silo_metrics[k] = float(metric(f, torch.as_tensor(data.test_y[k], dtype=torch.float32, device=dev)).mean())
     nt = data.test_sizes
     eps_spent = np.full(K, math.inf)
     if accountant_check:

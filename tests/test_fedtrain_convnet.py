@@ -217,6 +217,22 @@ def test_reference_rejects_what_it_does_not_run(imgs):
     c = RunConfig(dataset="tiny-images", method="mrmtl", model="convnet", eps=2.0, delta=1e-4, lam=0.1, rounds=1)
     with pytest.raises(ValueError, match="post-noise"):
         reference_run(c, imgs)
+    if not torch.cuda.is_available():  # the GPU benchmark's Opacus loop, on a machine without CUDA
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            reference_run(c.replace(method="fedavg", device="cuda"), imgs)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_reference_agrees_with_cpu_reference(imgs):  # pragma: no cover - runs on GPU machines only
+    """The Opacus loop on the GPU (the GPU benchmark's reference): the same accounting and, non-privately
+    (no noise; the sampler draws on the CPU with the same seed), the same result as on the CPU."""
+    from fedtrain.reference import reference_run
+
+    c = RunConfig(dataset="tiny-images", method="fedavg", model="convnet", eps=float("inf"), lr=0.05, rounds=2,
+                  batch_size=8)
+    a, b = reference_run(c.replace(device="cuda"), imgs), reference_run(c, imgs)
+    np.testing.assert_array_equal(a.steps, b.steps)
+    assert a.test_metric == pytest.approx(b.test_metric, abs=0.02)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
