@@ -3,13 +3,22 @@ compact committed form round-trips what the figures read.
 
 ``test_committed_rows_reproduce`` retrains a few rows of ``results/`` chosen at random (the seed is printed;
 set ``FEDBOOK_RESULTS_SAMPLE_SEED`` to repeat a draw, ``FEDBOOK_RESULTS_SAMPLE_SIZE`` to change the count) and
-compares them with the stored numbers within float32 tolerance: the store was computed in batches
-(:func:`fedtrain.engine.run_many` stacks up to 64 configurations), a recomputation runs one configuration
-alone, and the two agree up to float32 rounding, which 200 rounds of DP-SGD amplify only mildly (measured on
-School, Vehicle stand-in and theory rows: relative differences of at most 2.2e-7 on the final metric and on the
-curves, 0 for rows trained alone).  Tolerance: ``rtol = 1e-5`` (about 170 float32 ulps, room for another CPU's
-rounding) with ``atol = 1e-7``, on the final test metric and on every point of the learning curve; noise
-multipliers and step counts must match exactly (``rtol = 1e-12``).
+compares them with the stored numbers within float32 tolerance: ``rtol = 1e-5`` (about 170 float32 ulps, room
+for another CPU's rounding) with ``atol = 1e-7``, on the final test metric and on every point of the learning
+curve; noise multipliers and step counts must match exactly (``rtol = 1e-12``).
+
+The store was computed in batches (:func:`fedtrain.engine.run_many` stacks up to 64 configurations) and a
+recomputation runs one configuration alone.  The two agree up to float32 rounding, which depends on the batch's
+size (the kernels' summation order), and most runs amplify it only mildly: relative differences of at most
+3e-7 on 36 of 40 sampled rows (2026-11-23).  Runs near the edge of stability amplify it chaotically (MR-MTL on
+the stand-ins at 200-400 rounds: 4 of those 40 rows differed by 1.6e-4 to 2.3e-3; the same configuration
+trained in a batch of 2, 3 or 4 differs from itself alone by as much, or not at all, depending on the size).
+For a row that misses the strict tolerance the test therefore measures how sensitive the row is to
+rounding-sized perturbations: ``spread``, the largest difference over the final metric and the curve between
+the row and the row retrained with η changed by ±4e-7 relative (about 3 float32 ulps, applied at every step
+as a different summation order's errors are), and accepts the row within
+``rtol·|stored| + atol + CHAOS_FACTOR·spread``.  A row that is not sensitive (spread near 0) keeps the strict
+check.
 """
 from __future__ import annotations
 
@@ -30,6 +39,8 @@ from fedtrain.sweep import run_sweep
 from fedtrain.testing import fake_result
 
 RTOL, ATOL = 1e-5, 1e-7
+CHAOS_FACTOR = 10.0  # tolerance in units of a row's own sensitivity to rounding (module docstring)
+ULP_STEP = 4e-7  # the relative change of η that measures it: about 3 float32 ulps
 SEED_ENV, SIZE_ENV = "FEDBOOK_RESULTS_SAMPLE_SEED", "FEDBOOK_RESULTS_SAMPLE_SIZE"
 
 
@@ -67,14 +78,27 @@ def test_committed_rows_reproduce():
         stored = store.get(key)
         prov = store.provenance(key)
         assert prov["engine_version"] == ENGINE_VERSION and prov["command"] and prov["commit"]
-        again = run(stored.config, load_config_data(stored.config))
         c = stored.config
+        data = load_config_data(c)
+        again = run(c, data)
         what = (f"row {key} ({c.method} on {c.dataset} {dict(c.dataset_options)}, eps={c.eps}, lam={c.lam}, lr={c.lr}, "
                 f"seed={c.seed}; computed by `{prov['command']}` at {prov['commit']}; sample seed {seed})")
         print(f"  {what}: stored {stored.test_metric!r}, recomputed {again.test_metric!r}")
-        np.testing.assert_allclose(again.test_metric, stored.test_metric, rtol=RTOL, atol=ATOL, err_msg=what)
-        if stored.curve is not None:
-            np.testing.assert_allclose(again.curve, stored.curve, rtol=RTOL, atol=ATOL, err_msg=what)
+        got = np.concatenate([[again.test_metric], [] if stored.curve is None else np.ravel(again.curve)])
+        want = np.concatenate([[stored.test_metric], [] if stored.curve is None else np.ravel(stored.curve)])
+        tol = RTOL * np.abs(want) + ATOL
+        if np.any(np.abs(got - want) > tol):  # chaotic amplification of the batch's rounding? measure it
+            spread = np.zeros_like(got)
+            for sign in (1, -1):  # η moved by ~3 float32 ulps: the same size as a different summation order's error
+                b = run(c.replace(lr=c.lr * (1 + sign * ULP_STEP)), data)
+                alt = np.concatenate([[b.test_metric], [] if b.curve is None else np.ravel(b.curve)])
+                spread = np.maximum(spread, np.abs(alt - got))
+            print(f"    misses rtol {RTOL:g} by {np.max(np.abs(got - want) - tol):.3g}; sensitivity of this row to "
+                  f"rounding-sized perturbations: up to {spread.max():.3g}")
+            tol = tol + CHAOS_FACTOR * spread.max()  # one scale per row: divergence starts at different rounds
+        bad = np.abs(got - want) > tol
+        assert not bad.any(), (f"{what}: {int(bad.sum())} of {bad.size} values (final metric and curve) differ "
+                               f"beyond tolerance, e.g. stored {want[bad][0]!r} against {got[bad][0]!r}")
         np.testing.assert_allclose(again.noise_multipliers, stored.noise_multipliers, rtol=1e-12, err_msg=what)
         np.testing.assert_array_equal(again.steps, stored.steps, err_msg=what)
     print(f"  {size} rows recomputed in {time.perf_counter() - t0:.1f} s")
