@@ -408,11 +408,11 @@ class ConvNetModel(FunctionalModel):
     :func:`convnet_module`'s ``nn.Module``, so a flat vector maps one-to-one onto its ``state_dict``.
     Initialization: PyTorch's default for ``Conv2d``/``Linear`` (Kaiming-uniform weights with
     ``a = √5``, i.e. U(±1/√fan_in), and biases U(±1/√fan_in)), always random (all silos share the
-    draw; IFCA's centres each draw their own).  Per-example gradients are computed as Opacus' grad
-    samplers do (patches × gradients of the pre-activations, :meth:`clipped_grad_sum`): on CPU one model at a
-    time in micro-batches of ``example_chunk`` examples (:data:`CONVNET_EXAMPLE_CHUNK`), convolutions as
-    GEMMs on their patches and the backward written out with ATen's kernels; on CUDA all models at once; the generic ``torch.func`` path
-    (:meth:`per_example_grads_func`) is kept for checks.  :meth:`forward` runs the models one at a time on CPU
+    draw; IFCA's centres each draw their own).  Per-example gradients are computed as Opacus' grad samplers do
+    (patches × gradients of the pre-activations, :meth:`clipped_grad_sum`): on CPU one model at a time in
+    micro-batches of ``example_chunk`` examples (:data:`CONVNET_EXAMPLE_CHUNK`), convolutions as GEMMs on their
+    patches and the backward written out with ATen's kernels; on CUDA all models at once; the generic ``torch.func``
+    path (:meth:`per_example_grads_func`) is kept for checks.  :meth:`forward` runs the models one at a time on CPU
     (channels-last) and batched on CUDA, in chunks of at most ``GENERIC_MAX_ENTRIES`` input entries.
     """
 
@@ -595,19 +595,19 @@ class ConvNetModel(FunctionalModel):
         """:meth:`FunctionalModel.clipped_grad_sum` (same arguments and returns), one model at a time.
 
         For each of the ``U·c·K`` models, in micro-batches of ``example_chunk`` examples: the forward (each
-        convolution a GEMM on its patches, :meth:`_conv1` and :meth:`_patches`, the patches being needed again
-        for the per-example gradients; activations channels-last), then the backward to the pre-activations ``Z`` of the three layers written out with
-        ATen's backward kernels (the loss' derivative :meth:`Loss.grad`, ReLU and max-pool backward, the second
-        convolution's backward-data; no weight gradients and no autograd graph), then the per-example weight
-        gradients ``∂ℓ_i/∂W = (∂ℓ_i/∂Z_i) A_iᵀ`` from the patches ``A`` (as Opacus' conv grad sampler): one
-        batched GEMM per convolution (the first one's patches carry a row of ones, so its product holds the
-        bias gradient too).  The linear layer's per-example gradient ``g_i ã_iᵀ`` (``ã = [a, 1]``) is never
-        formed without ``prox``: its squared norm is ``‖g_i‖²‖ã_i‖²`` and its clipped sum the matrix product
-        ``(f ⊙ g)ᵀ ã``.  With ``prox`` the norm of ``G_i + P`` is taken from the formed blocks.  Invalid
-        examples get factor 0.  Large intermediates live in workspaces reused by every micro-batch.  A loop
-        over models keeps each model's activations in cache; on CPU it is faster than one batched computation
-        over all models (benchmarks/bench_convnet.py).  On CUDA the batched :meth:`_clipped_grad_sum_batched`
-        runs; tests hold both equal to autograd's and Opacus' per-example gradients.
+        convolution a GEMM on its patches, :meth:`_conv1` and :meth:`_patches`, the patches being needed again for the
+        per-example gradients; activations channels-last), then the backward to the pre-activations ``Z`` of the three
+        layers written out with ATen's backward kernels (the loss' derivative :meth:`Loss.grad`, ReLU and max-pool
+        backward, the second convolution's backward-data; no weight gradients and no autograd graph), then the
+        per-example weight gradients ``∂ℓ_i/∂W = (∂ℓ_i/∂Z_i) A_iᵀ`` from the patches ``A`` (as Opacus' conv grad
+        sampler): one batched GEMM per convolution (the first one's patches carry a row of ones, so its product holds
+        the bias gradient too).  The linear layer's per-example gradient ``g_i ã_iᵀ`` (``ã = [a, 1]``) is never formed
+        without ``prox``: its squared norm is ``‖g_i‖²‖ã_i‖²`` and its clipped sum the matrix product ``(f ⊙ g)ᵀ ã``.
+        With ``prox`` the norm of ``G_i + P`` is taken from the formed blocks.  Invalid examples get factor 0.  Large
+        intermediates live in workspaces reused by every micro-batch.  A loop over models keeps each model's
+        activations in cache; on CPU it is faster than one batched computation over all models
+        (benchmarks/bench_convnet.py).  On CUDA the batched :meth:`_clipped_grad_sum_batched` runs; tests hold both
+        equal to autograd's and Opacus' per-example gradients.
         """
         if theta.device.type != "cpu":  # many small kernels would be launch-bound: batch all models
             return self._clipped_grad_sum_batched(theta, x, y, valid, loss, clip, prox)

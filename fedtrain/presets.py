@@ -366,16 +366,15 @@ def theory_grid(grid: str | None = None) -> dict[str, Any]:
 #: rounds (Fig. 6's "IFCA 5 %") or 10 % (Fig. 3).  Fig. 6's mask ratios and ε are not stated in the paper:
 #: ``mask_ratios`` and ``eps`` here are our choice.
 #:
-#: ``reduced`` runs in seconds on a CPU for the book: the **multiclass linear (softmax) model** instead of the
-#: ConvNet (measured on the book's 2-core machine: one ConvNet DP-SGD run of 60 rounds on the 20 digit silos
-#: takes ~7 s, and Fig. 6 needs 120 runs; the linear model's closed-form per-example gradients take ~0.1 s a
-#: run; and at 76 images per silo the ConvNet learns far less than the linear model under DP, which the
-#: ``fig6-convnet`` runs show in the chapter), on the bundled 8×8 scikit-learn digits (20 silos of 76 + 13 images, 4 rotation groups) and
-#: a small heterogeneous CIFAR-10 stand-in (30 silos × 5 classes, 60 training images per class); 60 / 20
-#: rounds, 2 seeds, two λ values; IFCA selects in the first 10 % of the rounds (6 selections: with 5 % of 60
-#: rounds it would select 3 times).  MR-MTL's proximal term enters after the noise on the CIFAR stand-in
-#: (``prox_mode="post-noise"``, Sec. 5's update; the clip-together route of the linear model is slow on
-#: 3,073 × 10 parameters).
+#: ``reduced`` runs in seconds on a CPU for the book: the **multiclass linear (softmax) model** instead of the ConvNet
+#: (measured on the book's 2-core machine: one ConvNet DP-SGD run of 60 rounds on the 20 digit silos takes ~7 s, and
+#: Fig. 6 needs 120 runs; the linear model's closed-form per-example gradients take ~0.1 s a run; and at 76 images per
+#: silo the ConvNet learns far less than the linear model under DP, which the ``fig6-convnet`` runs show in the
+#: chapter), on the bundled 8×8 scikit-learn digits (20 silos of 76 + 13 images, 4 rotation groups) and a small
+#: heterogeneous CIFAR-10 stand-in (30 silos × 5 classes, 60 training images per class); 60 / 20 rounds, 2 seeds, two
+#: λ values; IFCA selects in the first 10 % of the rounds (6 selections: with 5 % of 60 rounds it would select 3
+#: times).  MR-MTL's proximal term enters after the noise on the CIFAR stand-in (``prox_mode="post-noise"``, Sec. 5's
+#: update; the clip-together route of the linear model is slow on 3,073 × 10 parameters).
 DEEP_FIGURES: dict[str, dict[str, Any]] = {
     "fig6": {
         "full": dict(dataset="rotated-masked-mnist", model="convnet", rounds=200, lr=0.03, seeds=(0, 1, 2, 3, 4),
@@ -417,9 +416,9 @@ def deep_grid(figure: str, *, full: bool | None = None) -> list:
     cluster), MR-MTL, and the IFCA-warm-started variants (``ifca-mrmtl``: λ = 0 is IFCA-warm-started *local*
     training, λ > 0 IFCA-warm-started MR-MTL, Algorithm A2), for every mask ratio (``dataset_options``
     ``mask_ratio``) and ε; ``"fig6-convnet"`` the same methods (without IFCA → Local) with the paper's ConvNet
-    on the reduced Fig. 6 data without masks, one seed.  ``"fig3d"``: Local, FedAvg, Finetune, MR-MTL and IFCA against ε.  Batch, clip, δ
-    and IFCA's cluster count come from :func:`paper_defaults` of the dataset (App. C.4); the rest from the
-    scale's entry.  ``full`` defaults to :func:`full_scale`.
+    on the reduced Fig. 6 data without masks, one seed.  ``"fig3d"``: Local, FedAvg, Finetune, MR-MTL and IFCA
+    against ε.  Batch, clip, δ and IFCA's cluster count come from :func:`paper_defaults` of the dataset
+    (App. C.4); the rest from the scale's entry.  ``full`` defaults to :func:`full_scale`.
     """
     from fedtrain.sweep import expand_grid
 
