@@ -71,18 +71,14 @@ def main(argv=None):
     args = parse(argv)
     import torch
 
-    from fedtrain.config import RunConfig
     from fedtrain.engine import run
     from fedtrain.reference import reference_run
-    from fedtrain.testing import tiny_images
 
     warnings.simplefilter("ignore")
     if args.paper_gpu:
         return paper_gpu(args)
-    data = tiny_images(num_silos=args.silos, shape=(1, 28, 28), num_classes=10, n_range=(args.n, args.n), n_test=50,
-                       noise=1.0, seed=0, name="mnist-shaped")
-    cfg = RunConfig(dataset="mnist-shaped", method="fedavg", model="convnet", eps=1.0, delta=1e-7, lr=0.05,
-                    rounds=args.rounds, batch_size=args.batch, clip=1.0, device=args.device)
+    data, cfg = setup(args)
+    cfg = cfg.replace(device=args.device)
     out = {"device": args.device, "torch_threads": torch.get_num_threads(), "silos": args.silos, "n": args.n,
            "rounds": args.rounds, "batch": args.batch, "data": "synthetic, Rotated-&-Masked-MNIST-shaped (tiny_images)"}
     first = run(cfg, data)  # warm-up and the z_k both sides use
@@ -116,25 +112,32 @@ def main(argv=None):
     return out
 
 
+def setup(args):
+    """The benchmark's data (:func:`fedtrain.testing.tiny_images`, Rotated-&-Masked-MNIST-shaped) and CPU config."""
+    from fedtrain.config import RunConfig
+    from fedtrain.testing import tiny_images
+
+    data = tiny_images(num_silos=args.silos, shape=(1, 28, 28), num_classes=10, n_range=(args.n, args.n), n_test=50,
+                       noise=1.0, seed=0, name="mnist-shaped")
+    cfg = RunConfig(dataset="mnist-shaped", method="fedavg", model="convnet", eps=1.0, delta=1e-7, lr=0.05,
+                    rounds=args.rounds, batch_size=args.batch, clip=1.0)
+    return data, cfg
+
+
 def paper_gpu(args) -> dict:
     """Seconds per round at paper scale: the engine on the CPU and on ``args.gpu_device``, and the Opacus loop
     (:func:`fedtrain.reference.reference_run`) on ``args.gpu_device``; all with the engine's z_k."""
     import torch
 
-    from fedtrain.config import RunConfig
     from fedtrain.engine import run
     from fedtrain.reference import reference_run
-    from fedtrain.testing import tiny_images
 
     gpu = args.gpu_device
     if gpu.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit("--paper-gpu needs a CUDA GPU (torch.cuda.is_available() is False); "
                          "--gpu-device cpu runs the same code path on the CPU")
     name = torch.cuda.get_device_name() if gpu.startswith("cuda") else "cpu (dry run)"
-    data = tiny_images(num_silos=args.silos, shape=(1, 28, 28), num_classes=10, n_range=(args.n, args.n),
-                       n_test=50, noise=1.0, seed=0, name="mnist-shaped")
-    cfg = RunConfig(dataset="mnist-shaped", method="fedavg", model="convnet", eps=1.0, delta=1e-7, lr=0.05,
-                    rounds=args.rounds, batch_size=args.batch, clip=1.0)
+    data, cfg = setup(args)
     z = run(cfg, data).noise_multipliers  # the z_k both sides use (and a first CPU run)
 
     def sync():

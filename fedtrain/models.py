@@ -632,6 +632,8 @@ class ConvNetModel(FunctionalModel):
         ws_gZ2, ws_B2 = torch.empty(mb * L2 * c2, **kw), torch.empty(mb, c2, 9 * c1, **kw)
         ws_h1, ws_Z2 = torch.empty(mb * hp * wp * c1, **kw), torch.empty(mb * L2 * c2, **kw)
         ws_i1 = torch.empty(mb * hp * wp * c1, dtype=torch.int64, device=theta.device)
+        # the accumulators' shapes: those of _blocks
+        block_shapes = [(9 * C + 1, c1), (c2, 9 * c1), (c2,), self.shapes["fc.weight"], self.shapes["fc.bias"]]
 
         def cl(ws: torch.Tensor, n: int, h: int, w: int, ch: int) -> torch.Tensor:  # an NCHW view, channels-last
             return ws[: n * h * w * ch].view(n, h, w, ch).permute(0, 3, 1, 2)
@@ -649,7 +651,7 @@ class ConvNetModel(FunctionalModel):
                 W1s = [self._conv1_weight(P) for P in Ps]
                 W2s = [P["conv2.weight"].permute(0, 2, 3, 1).reshape(c2, -1) for P in Ps]
                 pps = [None if pb is None else self._blocks(self.unflatten(pb[u, j, k])) for j in range(c)]
-                acc = [[torch.zeros_like(v) for v in self._blocks(P)] for P in Ps]  # Σ_i f_i · block_i
+                acc = [[torch.zeros(s, **kw) for s in block_shapes] for _ in range(c)]  # Σ_i f_i · block_i
                 for s0 in range(0, bb, mb):  # micro-batches of examples: activations stay in cache
                     s1 = min(bb, s0 + mb)
                     n = s1 - s0
