@@ -84,14 +84,13 @@ def test_committed_rows_reproduce():
         what = (f"row {key} ({c.method} on {c.dataset} {dict(c.dataset_options)}, eps={c.eps}, lam={c.lam}, lr={c.lr}, "
                 f"seed={c.seed}; computed by `{prov['command']}` at {prov['commit']}; sample seed {seed})")
         print(f"  {what}: stored {stored.test_metric!r}, recomputed {again.test_metric!r}")
-        got = np.concatenate([[again.test_metric], [] if stored.curve is None else np.ravel(again.curve)])
-        want = np.concatenate([[stored.test_metric], [] if stored.curve is None else np.ravel(stored.curve)])
+        values = lambda r: np.concatenate([[r.test_metric], [] if stored.curve is None else np.ravel(r.curve)])  # noqa: E731
+        got, want = values(again), values(stored)
         tol = RTOL * np.abs(want) + ATOL
         if np.any(np.abs(got - want) > tol):  # chaotic amplification of the batch's rounding? measure it
             spread = np.zeros_like(got)
             for sign in (1, -1):  # η moved by ~3 float32 ulps: the same size as a different summation order's error
-                b = run(c.replace(lr=c.lr * (1 + sign * ULP_STEP)), data)
-                alt = np.concatenate([[b.test_metric], [] if b.curve is None else np.ravel(b.curve)])
+                alt = values(run(c.replace(lr=c.lr * (1 + sign * ULP_STEP)), data))
                 spread = np.maximum(spread, np.abs(alt - got))
             print(f"    misses rtol {RTOL:g} by {np.max(np.abs(got - want) - tol):.3g}; sensitivity of this row to "
                   f"rounding-sized perturbations: up to {spread.max():.3g}")
