@@ -17,11 +17,15 @@ venv:
 	@bash tools/setup_env.sh
 
 ## all tests: unit tests, nbval over every notebook, then the book build and the browser test on it.
-## nbval skips the widgets' static frames (FEDBOOK_WIDGET_FRAMES=0); the book build draws them.
+## Each notebook is executed once: nbval runs it (static widget frames included) and stores the executed
+## notebook in the book's jupyter-cache (tools/nbval_cache.py); the build (execute_notebooks: cache)
+## renders those outputs and executes only a notebook whose code changed since.
+NB_CACHE := _build/.jupyter_cache
 test: venv
 	$(PY) -m pytest -q tests
 	$(PY) -m pytest -q --doctest-modules fedtheory fedtrain
-	FEDBOOK_WIDGET_FRAMES=0 $(PY) -m pytest -q --nbval-lax --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg book
+	rm -rf $(NB_CACHE)
+	FEDBOOK_NB_CACHE=$(NB_CACHE) $(PY) -m pytest -q -p tools.nbval_cache --nbval-lax --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg book
 	@start=$$(date +%s); $(VENV)/bin/jupyter-book build . -W -n --keep-going && echo "book build: $$(( $$(date +%s) - start )) s"
 	FEDBOOK_BROWSER_BOOK=_build/html $(PY) -m pytest -q tests/test_browser_book.py
 
@@ -36,8 +40,9 @@ unit: venv
 doctest: venv
 	$(PY) -m pytest -q --doctest-modules fedtheory fedtrain
 
+## nbval alone, fast: without the widgets' static frames, nothing cached
 nbval: venv
-	$(PY) -m pytest -q --nbval-lax --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg book
+	FEDBOOK_WIDGET_FRAMES=0 $(PY) -m pytest -q --nbval-lax --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg book
 
 ## the committed results store results/ that the empirical chapters read (fedtrain.presets.RESULTS_PRESETS:
 ## every dataset at paper scale, about 3 h of one core; PRESET=paper-school keeps the stand-ins reduced, 1 h).  Resumable: finished runs are kept in results/work/
@@ -46,8 +51,9 @@ PRESET ?= paper
 results: venv
 	nice -n 10 $(VENV)/bin/fedtrain sweep --preset $(PRESET) --pack results
 
-## the HTML book in _build/html (every notebook executed; warnings are errors)
+## the HTML book in _build/html (every notebook executed afresh: the execution cache is cleared; warnings are errors)
 book: venv
+	rm -rf $(NB_CACHE)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 
 ## JupyterLab on the chapters with the project's kernel (.venv): the widgets redraw live.
