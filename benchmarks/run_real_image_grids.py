@@ -32,6 +32,8 @@ def parse(argv=None):
     p.add_argument("--store", default=None, help=f"store folder (default {DEFAULT_ROOT}/<grid>)")
     p.add_argument("--status", action="store_true", help="print how many runs are done; train nothing")
     p.add_argument("--seeds", default=None, help="comma-separated seeds to restrict to (default: the grid's)")
+    p.add_argument("--first", default="", help="comma-separated methods to run first within each seed "
+                   "(e.g. ifca: its cluster recovery decides whether the warm-started runs mean anything)")
     return p.parse_args(argv)
 
 
@@ -42,11 +44,11 @@ def main(argv=None) -> int:
     store = Path(args.store or DEFAULT_ROOT / args.grid)
     seeds = None if args.seeds is None else [int(s) for s in args.seeds.split(",")]
     if args.grid in REAL_IMAGE_GRIDS:
-        return _deep(args.grid, store, seeds, args.status)
+        return _deep(args.grid, store, seeds, args.status, [m for m in args.first.split(",") if m])
     return _fedhdp(args.grid, store, seeds, args.status)
 
 
-def _deep(grid: str, folder: Path, seeds, status_only: bool) -> int:
+def _deep(grid: str, folder: Path, seeds, status_only: bool, first=()) -> int:
     from fedtrain.presets import deep_grid
     from fedtrain.results import ResultsStore
     from fedtrain.sweep import run_sweep
@@ -60,6 +62,7 @@ def _deep(grid: str, folder: Path, seeds, status_only: bool) -> int:
         return 0
     for seed in order:
         part = [c for c in configs if c.seed == seed]
+        part.sort(key=lambda c: c.method not in first)  # stable: the grid's order otherwise
         for c in part:  # one run per call: each finished run is stored before the next starts
             if store.has(c):
                 continue
