@@ -445,7 +445,15 @@ def deep_grid_note(figure: str, *, full: bool | None = None) -> str:
         return (f"{g['dataset']} (real Fashion-MNIST){f', {per} training images per silo' if per else ''}: "
                 f"{g['model']} model, T={g['rounds']} rounds, η={g['lr']}, {len(g['seeds'])} seeds")
     scale = "paper scale" if full else "reduced scale"
-    return f"{scale}: {g['model']} model, T={g['rounds']} rounds, η={g['lr']}, {len(g['seeds'])} seeds"
+    note = f"{scale}: {g['model']} model, T={g['rounds']} rounds, η={g['lr']}, {len(g['seeds'])} seeds"
+    if g["dataset"] == "cifar10-hetero-standin":
+        from fedtrain.data.cifar_hetero import CIFAR10_TRAIN_PER_CLASS, PAPER_NUM_SILOS
+
+        per_class = g["dataset_options"].get("samples_per_class", CIFAR10_TRAIN_PER_CLASS)
+        size = f"~{per_class * 10 // PAPER_NUM_SILOS:,} images/silo"
+        note += (f"; CIFAR-10 stand-in, paper size ({size})" if per_class >= CIFAR10_TRAIN_PER_CLASS else
+                 f"; CIFAR-10 stand-in, toy size ({size}; paper ~1,670)")
+    return note
 
 
 def deep_grid(figure: str, *, full: bool | None = None) -> list:

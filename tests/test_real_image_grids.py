@@ -60,3 +60,8 @@ def test_fedhdp_claims_grid():
     assert sorted({c.ratio for c in cs if c.method == "fedhdp"}) == sorted(g["ratios"])
     with pytest.raises(ValueError, match="name must be one of"):
         fedhdp_grid("nope")
+
+
+def test_cifar_standin_caption_says_toy_or_paper_size():
+    assert "toy size (~20 images/silo; paper ~1,670)" in deep_grid_note("fig3d", full=False)
+    assert "paper size (~1,666 images/silo)" in deep_grid_note("fig3d", full=True)
