@@ -67,8 +67,7 @@ __all__ = ["DATASETS", "REAL_DATASETS", "DATASET_DESCRIPTIONS", "CLIENT_DATASETS
            "SPLIT_SEED_OPTIONS", "load_dataset", "split_seed_option"]
 
 #: The datasets read from files (they take ``data_dir``; a missing file names an alternative).
-REAL_DATASETS = ("school", "vehicle", "gleam", "rotated-masked-mnist", "cifar10-hetero",
-                 "rotated-masked-fashion", "hetero-fashion")
+REAL_DATASETS = ("school", "vehicle", "gleam", "rotated-masked-mnist", "cifar10-hetero")
 _LOADERS: dict[str, Callable[..., FederatedData]] = {
     "school": load_school,
     "vehicle": load_vehicle,
@@ -110,10 +109,8 @@ SPLIT_SEED_OPTIONS: dict[str, str] = {
 #: FedHDP's client-level datasets (one entry per client; ``info["nonprivate_clients"]`` is the opt-out set) and
 #: those of them that read files the user must already have (MNIST, federated EMNIST).
 CLIENT_DATASETS = ("noniid-digits", "noniid-digits-skewed", "femnist-standin", "noniid-mnist",
-                   "noniid-mnist-skewed", "femnist",
-                   "noniid-fashion", "noniid-fashion-skewed")
-FILE_DATASETS = ("noniid-mnist", "noniid-mnist-skewed", "femnist",
-                 "noniid-fashion", "noniid-fashion-skewed")
+                   "noniid-mnist-skewed", "femnist")
+FILE_DATASETS = ("noniid-mnist", "noniid-mnist-skewed", "femnist")
 _FOLDERS = "in --data-dir, else $FEDBOOK_DATA_DIR, <repo>/data or ../shared/data"
 _FASHION_FOLDERS = (f"in --data-dir, else $FEDBOOK_DATA_DIR, <repo>/data, ../shared/data or {DEBIAN_DIR} "
                     "(Debian's dataset-fashion-mnist)")
@@ -155,10 +152,15 @@ DATASET_DESCRIPTIONS: dict[str, str] = {
 }
 #: file-backed dataset -> the datasets to use without its files (named in the not-found message)
 _ALTERNATIVES = {"rotated-masked-mnist": ("rotated-masked-digits", "rotated-masked-standin"),
-                 "noniid-mnist": ("noniid-digits",), "femnist": ("femnist-standin",),
-                 "rotated-masked-fashion": ("rotated-masked-digits", "rotated-masked-standin"),
-                 "hetero-fashion": ("cifar10-hetero-standin",), "noniid-fashion": ("noniid-digits",),
-                 "noniid-fashion-skewed": ("noniid-digits-skewed",)}
+                 "noniid-mnist": ("noniid-digits",), "femnist": ("femnist-standin",)}
+# Real Fashion-MNIST (Debian's dataset-fashion-mnist, offline): the image datasets and FedHDP's client-level
+# split read from its files (fedtrain.data.fashion).
+REAL_DATASETS += ("rotated-masked-fashion", "hetero-fashion")
+CLIENT_DATASETS += ("noniid-fashion", "noniid-fashion-skewed")
+FILE_DATASETS += ("noniid-fashion", "noniid-fashion-skewed")
+_ALTERNATIVES.update({"rotated-masked-fashion": ("rotated-masked-digits", "rotated-masked-standin"),
+                      "hetero-fashion": ("cifar10-hetero-standin",), "noniid-fashion": ("noniid-digits",),
+                      "noniid-fashion-skewed": ("noniid-digits-skewed",)})
 
 
 def split_seed_option(name: str) -> str:
