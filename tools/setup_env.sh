@@ -60,7 +60,7 @@ if [ ! -f "$FASHION_DIR/train-images-idx3-ubyte.gz" ] || [ ! -f "$FASHION_DIR/t1
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         echo "setup: installing dataset-fashion-mnist (apt-get)"
         export DEBIAN_FRONTEND=noninteractive
-        apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null
+        apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null || true
         apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends dataset-fashion-mnist >/dev/null \
             || echo "setup: could not install dataset-fashion-mnist; the Fashion-MNIST datasets need its files" >&2
     else
