@@ -12,7 +12,8 @@ C.1's 40 silos and 4 rotation groups (``--mask-ratio``, default 0), ``--n`` trai
 the paper's 1,500 so that a CPU run takes a minute; ``synthetic`` is :func:`fedtrain.testing.tiny_images` with
 the same shape (templates plus noise; no file needed).  The engine's cost does not depend on the pixel values, but
 the real data is what the Fig. 6 grid trains on.  With ``--fig6-rounds T --fig6-n N`` the engine's time per run
-is also extrapolated to a Fig. 6 run of ``T`` rounds on ``N`` images per silo (steps scale with ``T·N/B``).  Config: FedAvg, the paper's batch 100 and clip 1 (App. C.4),
+is also extrapolated to a Fig. 6 run of ``T`` rounds on ``N`` images per silo (steps scale with ``T·N/B``).
+Config: FedAvg, the paper's batch 100 and clip 1 (App. C.4),
 ε = 1, δ = 1e-7, ``--rounds`` rounds.  Examples per second = DP-SGD examples processed (the sum over silos of
 the steps run times the expected batch ``q_k n_k``) / wall seconds of training (calibration excluded:
 both get the engine's z_k).  Each side runs once untimed (warm-up), then ``--repeats`` interleaved

@@ -29,8 +29,8 @@ __all__ = ["PAPER_DEFAULTS", "LAMBDA_GRID", "LR_GRID", "STANDIN_PRESETS", "paper
            "BOOK_FIGURES",
            "THEORY_SETUP", "THEORY_GRIDS", "RESULTS_PRESETS", "DATASET_FIGURES", "grid_note", "book_grid",
            "theory_grid",
-           "DEEP_FIGURES", "deep_grid", "deep_grid_note", "REAL_IMAGE_GRIDS", "FEDHDP_GRIDS", "fedhdp_noise_for_epsilon",
-           "fedhdp_grid"]
+           "DEEP_FIGURES", "deep_grid", "deep_grid_note", "REAL_IMAGE_GRIDS", "FEDHDP_GRIDS",
+           "fedhdp_noise_for_epsilon", "fedhdp_grid"]
 
 inf = math.inf
 
@@ -506,8 +506,8 @@ def deep_grid(figure: str, *, full: bool | None = None) -> list:
 #: once, 5 % opted out).  Table 6's FC network (784 → 50 ReLU → 10, D = 39,760) and Table 7's optimizer,
 #: clipping and Ditto settings (the :class:`~fedtrain.fedhdp.config.FedHDPConfig` defaults), q = 0.05 (~100
 #: clients a round), but T = 200 rounds of E = 5 local epochs instead of 500 of 25 (CPU budget: about 1 s of
-#: one core a round, so ~4 min a run and ~4 h for the 60 runs; benchmarks/README.md), so the effective noise multiplier is calibrated to the paper's
-#: ε = 3.6 at δ = 1e-4 (RDP accountant, client-level add/remove adjacency) for the 200 rounds run:
+#: one core a round, so ~4 min a run and ~4 h for the 60 runs; benchmarks/README.md), so the effective noise
+#: multiplier is calibrated to the paper's ε = 3.6 at δ = 1e-4 (RDP accountant, client-level add/remove adjacency) for the 200 rounds run:
 #: z = :func:`fedhdp_noise_for_epsilon` (1.133 against the paper's 1.5 for 500 rounds).  FedHDP over the r grid;
 #: DP-FedAvg+Ditto, HDP-FedAvg+Ditto and non-private+Ditto once each; 3 seeds; both datasets.
 FEDHDP_GRIDS: dict[str, dict[str, Any]] = {

@@ -193,14 +193,16 @@ def test_noniid_fashion_each_image_once(real):
 def test_noniid_without_replacement_refuses_too_many_clients():
     y = np.repeat(np.arange(10), 12)
     x = np.arange(120, dtype=np.float32)[:, None]
-    d = make_noniid_without_replacement(x, y, x[:60], np.arange(60) % 10, name="t", num_clients=40, samples_per_client=3,
+    d = make_noniid_without_replacement(x, y, x[:60], np.arange(60) % 10, name="t", num_clients=40,
+                                        samples_per_client=3,
                                         test_per_client=1, real=False)
     used = np.concatenate([t.ravel() for t in d.train_x])
     assert np.unique(used).size == used.size == 120
     with pytest.raises(ValueError, match="samples_per_client=4 .*need 16 train images but the class has 12"):
         make_noniid_without_replacement(x, y, x, y, name="t", num_clients=40, samples_per_client=4, real=False)
     with pytest.raises(ValueError, match="test_per_client"):
-        make_noniid_without_replacement(x, y, x[:60], np.arange(60) % 10, name="t", num_clients=40, samples_per_client=3,
+        make_noniid_without_replacement(x, y, x[:60], np.arange(60) % 10, name="t", num_clients=40,
+                                        samples_per_client=3,
                                         test_per_client=2, real=False)
 
 

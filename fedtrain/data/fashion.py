@@ -92,7 +92,8 @@ def _read(path: Path) -> bytes:
         with gzip.open(path, "rb") as fh:
             return fh.read()
     except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError
-        raise DatasetCorruptError(f"{path}: not a readable gzip file ({exc}); truncated or corrupt. {HOW_TO_GET}") from exc
+        raise DatasetCorruptError(f"{path}: not a readable gzip file ({exc}); truncated or corrupt. "
+                                  f"{HOW_TO_GET}") from exc
 
 
 def _check_sha(stem: str, path: Path, raw: bytes, verify: bool, checksums: Mapping[str, str] | None) -> str:

@@ -16,7 +16,7 @@ Names (``DATASETS``):
 ``femnist-standin``        FedHDP's FEMNIST imitated: Dirichlet label skew + per-client style (:mod:`~fedtrain.data.femnist`)
 ``noniid-mnist``           non-IID MNIST from the MNIST files (needs them; also ``noniid-mnist-skewed``)
 ``femnist``                federated EMNIST from TFF's HDF5 files (needs them)
-``noniid-fashion``         FedHDP's non-IID split of real Fashion-MNIST, without replacement (:mod:`~fedtrain.data.noniid_fashion`)
+``noniid-fashion``         FedHDP's non-IID Fashion-MNIST, no replacement (:mod:`~fedtrain.data.noniid_fashion`)
 ``noniid-fashion-skewed``  the same with all opted-out clients of one class (7)
 ========================== ===================================================================
 
