@@ -7,9 +7,13 @@ against :func:`fedtrain.reference.reference_run` (one Opacus
 measured in the same process on the same data, with the same noise multipliers; ratio printed
 (target ≥ 3× on CPU).
 
-Data: :func:`fedtrain.testing.tiny_images` with the structure of Rotated & Masked MNIST (40 silos, 28×28×1,
-10 classes; synthetic: templates plus noise, ``--n`` training images per silo instead of the paper's
-1,500 so that a CPU run takes a minute).  Config: FedAvg, the paper's batch 100 and clip 1 (App. C.4),
+Data (``--data``): ``fashion`` (default) is ``rotated-masked-fashion``, real Fashion-MNIST 28×28 images in App.
+C.1's 40 silos and 4 rotation groups (``--mask-ratio``, default 0), ``--n`` training images per silo instead of
+the paper's 1,500 so that a CPU run takes a minute; ``synthetic`` is :func:`fedtrain.testing.tiny_images` with
+the same shape (templates plus noise; no file needed).  The engine's cost does not depend on the pixel values, but
+the real data is what the Fig. 6 grid trains on.  With ``--fig6-rounds T --fig6-n N`` the engine's time per run
+is also extrapolated to a Fig. 6 run of ``T`` rounds on ``N`` images per silo (steps scale with ``T·N/B``).
+Config: FedAvg, the paper's batch 100 and clip 1 (App. C.4),
 ε = 1, δ = 1e-7, ``--rounds`` rounds.  Examples per second = DP-SGD examples processed (the sum over silos of
 the steps run times the expected batch ``q_k n_k``) / wall seconds of training (calibration excluded:
 both get the engine's z_k).  Each side runs once untimed (warm-up), then ``--repeats`` interleaved
@@ -43,6 +47,11 @@ import warnings
 def parse(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--silos", type=int, default=40)
+    p.add_argument("--data", default="fashion", choices=("fashion", "synthetic"),
+                   help="fashion: rotated-masked-fashion (real 28x28); synthetic: tiny_images (no file)")
+    p.add_argument("--mask-ratio", type=float, default=0.0, help="fashion: the silos' mask ratio")
+    p.add_argument("--fig6-rounds", type=int, default=None, help="extrapolate minutes per Fig. 6 run of T rounds")
+    p.add_argument("--fig6-n", type=int, default=None, help="... on this many images per silo (default --n)")
     p.add_argument("--n", type=int, default=200, help="training images per silo (paper: 1500)")
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--batch", type=int, default=100, help="expected batch size B (paper: 100)")
@@ -50,6 +59,8 @@ def parse(argv=None):
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     p.add_argument("--chunks", action="store_true", help="also time silo_chunk choices for every model")
     p.add_argument("--no-opacus", action="store_true")
+    p.add_argument("--profile", action="store_true",
+                   help="profile one engine run and one Opacus run (torch.profiler): where the time goes")
     p.add_argument("--paper-gpu", action="store_true",
                    help="paper scale (--n defaults to 1500): engine CPU vs engine GPU vs Opacus loop on the GPU")
     p.add_argument("--gpu-device", default="cuda", help="the GPU side's device for --paper-gpu (cpu: a dry run)")
@@ -80,7 +91,7 @@ def main(argv=None):
     data, cfg = setup(args)
     cfg = cfg.replace(device=args.device)
     out = {"device": args.device, "torch_threads": torch.get_num_threads(), "silos": args.silos, "n": args.n,
-           "rounds": args.rounds, "batch": args.batch, "data": "synthetic, Rotated-&-Masked-MNIST-shaped (tiny_images)"}
+           "rounds": args.rounds, "batch": args.batch, "data": data.name, "real_data": data.real}
     first = run(cfg, data)  # warm-up and the z_k both sides use
     z = first.noise_multipliers
     ex = examples(first, data.train_sizes, cfg.batch_size)
@@ -106,20 +117,35 @@ def main(argv=None):
         print(f"ratio engine/Opacus (examples per second, best of {args.repeats} each): {rb / best:.2f}x "
               f"(target >= 3x on CPU); per interleaved pair: min {ratios[0]:.2f}x, median "
               f"{ratios[len(ratios) // 2]:.2f}x, max {ratios[-1]:.2f}x", flush=True)
+    if args.fig6_rounds:
+        n6 = args.fig6_n or args.n
+        minutes = out["engine_s"] / args.rounds * args.fig6_rounds * (n6 / args.n) / 60
+        out["fig6_minutes_per_run"] = minutes
+        print(f"a Fig. 6 run ({args.silos} silos x {n6} images, T = {args.fig6_rounds}, B = {args.batch}): "
+              f"{minutes:.1f} min on this machine's {out['torch_threads']} thread(s), engine", flush=True)
     if args.chunks:
         out["chunks"] = chunk_study(args.device)
+    if args.profile:
+        out["profile"] = profile(cfg, data, z)
     print(json.dumps(out, indent=1))
     return out
 
 
 def setup(args):
-    """The benchmark's data (:func:`fedtrain.testing.tiny_images`, Rotated-&-Masked-MNIST-shaped) and CPU config."""
+    """The benchmark's data (``--data``: real rotated-masked-fashion, or synthetic tiny_images) and CPU config."""
     from fedtrain.config import RunConfig
-    from fedtrain.testing import tiny_images
 
-    data = tiny_images(num_silos=args.silos, shape=(1, 28, 28), num_classes=10, n_range=(args.n, args.n), n_test=50,
-                       noise=1.0, seed=0, name="mnist-shaped")
-    cfg = RunConfig(dataset="mnist-shaped", method="fedavg", model="convnet", eps=1.0, delta=1e-7, lr=0.05,
+    if getattr(args, "data", "synthetic") == "fashion":
+        from fedtrain.data.registry import load_dataset
+
+        data = load_dataset("rotated-masked-fashion", num_silos=args.silos, train_per_silo=args.n, test_per_silo=50,
+                            num_groups=min(4, args.silos), mask_ratio=args.mask_ratio)
+    else:
+        from fedtrain.testing import tiny_images
+
+        data = tiny_images(num_silos=args.silos, shape=(1, 28, 28), num_classes=10, n_range=(args.n, args.n),
+                           n_test=50, noise=1.0, seed=0, name="mnist-shaped")
+    cfg = RunConfig(dataset=data.name, method="fedavg", model="convnet", eps=1.0, delta=1e-7, lr=0.05,
                     rounds=args.rounds, batch_size=args.batch, clip=1.0)
     return data, cfg
 
@@ -169,6 +195,32 @@ def paper_gpu(args) -> dict:
     print(f"Opacus loop, GPU: {out['opacus_gpu_s_per_round']:.2f} s per round; engine/Opacus on the GPU: "
           f"{out['engine_vs_opacus_gpu']:.1f}x (target >= 10x)", flush=True)
     print(json.dumps(out, indent=1))
+    return out
+
+
+def profile(cfg, data, z, top: int = 12) -> dict:
+    """Self CPU time by ATen operator of one engine run and one Opacus run (``torch.profiler``), printed as
+    tables; returns ``{side: {op: share of the run's self CPU time}}``."""
+    from torch.profiler import ProfilerActivity, profile as torch_profile
+
+    from fedtrain.engine import run
+    from fedtrain.reference import reference_run
+
+    out = {}
+    sides = {"engine": lambda: run(cfg, data),
+             "opacus": lambda: reference_run(cfg.replace(device="cpu"), data, noise_multipliers=z,
+                                             accountant_check=False)}
+    for side, fn in sides.items():
+        with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+            fn()
+        events = prof.key_averages()
+        total = sum(e.self_cpu_time_total for e in events)
+        rows = sorted(events, key=lambda e: -e.self_cpu_time_total)[:top]
+        out[side] = {e.key: e.self_cpu_time_total / total for e in rows}
+        print(f"{side}: self CPU {total / 1e6:.2f} s; top operators:")
+        for e in rows:
+            print(f"  {e.key:40s} {e.self_cpu_time_total / 1e6:7.2f} s  {100 * e.self_cpu_time_total / total:5.1f} %  "
+                  f"({e.count} calls)")
     return out
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv (if needed) and install fedbook with its book and test extras, vendor the offline
-# JavaScript for the book, and install Debian's chromium + chromedriver for the browser test.
+# JavaScript for the book, install Debian's chromium + chromedriver for the browser test and Debian's
+# dataset-fashion-mnist (real 28x28 images, offline) for the image experiments.
 # Idempotent: a stamp file keyed on pyproject.toml skips pip when nothing changed.  Used by `make venv` (and so by `make test` and `make book`).
 #
 # torch: on a machine without a GPU we install the CPU build, torch==2.13.0 (a local wheel here),
@@ -47,5 +48,23 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
         echo "setup: the browser test needs chromium and chromedriver; as root run:" >&2
         echo "    apt-get install -y --no-install-recommends chromium chromium-driver" >&2
         exit 1
+    fi
+fi
+
+# Real 28x28 images offline: Debian's dataset-fashion-mnist (the four Fashion-MNIST IDX .gz files in
+# /usr/share/datasets/fashion-mnist/, 31 MB), read by fedtrain.data.fashion (rotated-masked-fashion,
+# hetero-fashion, noniid-fashion).  Missing data is not fatal: the loaders then say where they looked and
+# how to install it, and the tests that need the files say why they skip.
+FASHION_DIR=/usr/share/datasets/fashion-mnist
+if [ ! -f "$FASHION_DIR/train-images-idx3-ubyte.gz" ] || [ ! -f "$FASHION_DIR/t10k-labels-idx1-ubyte.gz" ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "setup: installing dataset-fashion-mnist (apt-get)"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null || true
+        apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends dataset-fashion-mnist >/dev/null \
+            || echo "setup: could not install dataset-fashion-mnist; the Fashion-MNIST datasets need its files" >&2
+    else
+        echo "setup: the Fashion-MNIST datasets read $FASHION_DIR; as root run:" >&2
+        echo "    apt-get install -y --no-install-recommends dataset-fashion-mnist" >&2
     fi
 fi

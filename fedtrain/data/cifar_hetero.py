@@ -16,8 +16,11 @@ it, so this is a reconstruction, stated as such):
 With CIFAR-10's 5,000 training images per class this gives about 1,670 images per silo (1,515-1,839 in
 Table A1, whose exact draw is unknown).  ``cifar10-hetero`` (:func:`cifar10_hetero`) reads the real files
 (:func:`fedtrain.data.images.load_cifar10`); ``cifar10-hetero-standin`` (:func:`cifar10_hetero_standin`) is
-synthetic 32x32x3 data with class structure (``real=False``).  ``info["silo_classes"]`` lists each silo's
-classes.
+synthetic 32x32x3 data with class structure (``real=False``): at its default sizes (5,000 training images per
+class) its silos have the paper's sizes; with fewer ``samples_per_class`` it is a toy, and ``info["scale"]``
+says which.  ``hetero-fashion`` (:func:`hetero_fashion`) is the same partition of real Fashion-MNIST (6,000
+training and 1,000 test images per class: about 2,000 training images per silo).  ``info["silo_classes"]``
+lists each silo's classes.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ from fedtrain.data.base import FederatedData
 from fedtrain.data.images import check_images, federated_from_images, load_cifar10
 
 __all__ = ["PAPER_NUM_SILOS", "PAPER_CLASSES_PER_SILO", "partition_by_classes", "make_class_heterogeneous",
-           "cifar10_hetero", "cifar10_hetero_standin"]
+           "cifar10_hetero", "cifar10_hetero_standin", "hetero_fashion"]
 
 #: App. C.1: 30 silos, 5 of the 10 classes each.
 PAPER_NUM_SILOS = 30
@@ -224,4 +227,42 @@ def cifar10_hetero_standin(
                                                        "+ Gaussian pixel noise",
                                           "signal": signal, "nuisance": nuisance, "noise": noise,
                                           "max_shift": max_shift, "population_seed": seed, "split_seed": split_seed,
-                                          "samples_per_class": n_tr, "test_samples_per_class": n_te})
+                                          "samples_per_class": n_tr, "test_samples_per_class": n_te,
+                                          "scale": _standin_scale(n_tr, num_silos, classes_per_silo)})
+
+
+#: CIFAR-10's training images per class: the stand-in's default, which gives the paper's silo sizes.
+CIFAR10_TRAIN_PER_CLASS = 5000
+
+
+def _standin_scale(per_class: int, num_silos: int, classes_per_silo: int) -> str:
+    """``"paper silo sizes"`` at CIFAR-10's 5,000 images per class, else ``"toy: ..."`` with the mean silo size."""
+    mean = per_class * 10 * 1.0 / num_silos  # every image goes to some silo, up to rounding
+    if per_class >= CIFAR10_TRAIN_PER_CLASS:
+        return f"paper silo sizes (about {mean:,.0f} training images per silo; Table A1: 1,515-1,839)"
+    return (f"toy: about {mean:,.0f} training images per silo against the paper's 1,515-1,839 "
+            f"(samples_per_class={per_class} < {CIFAR10_TRAIN_PER_CLASS})")
+
+
+def hetero_fashion(
+    data_dir: str | os.PathLike | None = None,
+    *,
+    num_silos: int = PAPER_NUM_SILOS,
+    classes_per_silo: int = PAPER_CLASSES_PER_SILO,
+    seed: int = 0,
+    verify: bool = True,
+) -> FederatedData:
+    """Fig. 3(d)'s class-heterogeneous construction on real Fashion-MNIST: 30 silos holding 5 of the 10 classes.
+
+    The 60,000/10,000 images (:func:`fedtrain.data.fashion.load_fashion_mnist`) are partitioned with
+    :func:`partition_by_classes` (the paper's CIFAR-10 procedure, pFedHN's split), giving about 2,000 training
+    and 330 test images per silo.  ``real=True``.
+    """
+    from fedtrain.data.fashion import load_fashion_mnist
+
+    _check_structure(num_silos, classes_per_silo, 10)
+    arrays = load_fashion_mnist(data_dir, verify=verify)
+    return make_class_heterogeneous(arrays.train_images, arrays.train_labels, arrays.test_images, arrays.test_labels,
+                                    name="hetero-fashion", real=True, num_silos=num_silos,
+                                    classes_per_silo=classes_per_silo, seed=seed,
+                                    info={k: v for k, v in arrays.info.items() if k != "paths"})

@@ -16,6 +16,8 @@ Names (``DATASETS``):
 ``femnist-standin``        FedHDP's FEMNIST imitated: Dirichlet label skew + per-client style (:mod:`~fedtrain.data.femnist`)
 ``noniid-mnist``           non-IID MNIST from the MNIST files (needs them; also ``noniid-mnist-skewed``)
 ``femnist``                federated EMNIST from TFF's HDF5 files (needs them)
+``noniid-fashion``         FedHDP's non-IID Fashion-MNIST, no replacement (:mod:`~fedtrain.data.noniid_fashion`)
+``noniid-fashion-skewed``  the same with all opted-out clients of one class (7)
 ========================== ===================================================================
 
 Image datasets (App. C.1; :mod:`fedtrain.data.rotated_masked`, :mod:`fedtrain.data.cifar_hetero`):
@@ -26,6 +28,8 @@ Image datasets (App. C.1; :mod:`fedtrain.data.rotated_masked`, :mod:`fedtrain.da
 ``rotated-masked-standin`` synthetic stand-in with rotated & masked MNIST's structure
 ``cifar10-hetero``         real CIFAR-10 files, 30 silos holding 5 of the 10 classes each
 ``cifar10-hetero-standin`` synthetic 32x32x3 stand-in with the same structure
+``rotated-masked-fashion`` real Fashion-MNIST files (Debian's package), 40 silos x (1,500 + 250), 4 groups
+``hetero-fashion``         real Fashion-MNIST files, 30 silos holding 5 of the 10 classes each
 ========================== ==============================================================
 
 :data:`DATASET_DESCRIPTIONS` says for each name whether it is real or a stand-in and which files it reads
@@ -54,6 +58,10 @@ from fedtrain.data.sensors import load_gleam, load_vehicle
 from fedtrain.data.standins import load_standin
 from fedtrain.data.femnist import load_femnist_h5, load_femnist_standin
 from fedtrain.data.noniid_digits import load_noniid_digits, load_noniid_mnist
+from fedtrain.data.cifar_hetero import hetero_fashion
+from fedtrain.data.fashion import DEBIAN_DIR
+from fedtrain.data.noniid_fashion import load_noniid_fashion
+from fedtrain.data.rotated_masked import rotated_masked_fashion
 
 __all__ = ["DATASETS", "REAL_DATASETS", "DATASET_DESCRIPTIONS", "CLIENT_DATASETS", "FILE_DATASETS",
            "SPLIT_SEED_OPTIONS", "load_dataset", "split_seed_option"]
@@ -80,6 +88,10 @@ _LOADERS: dict[str, Callable[..., FederatedData]] = {
     "noniid-mnist": lambda data_dir=None, **kw: load_noniid_mnist(skewed=False, data_dir=data_dir, **kw),
     "noniid-mnist-skewed": lambda data_dir=None, **kw: load_noniid_mnist(skewed=True, data_dir=data_dir, **kw),
     "femnist": lambda data_dir=None, **kw: load_femnist_h5(data_dir=data_dir, **kw),
+    "rotated-masked-fashion": rotated_masked_fashion,
+    "hetero-fashion": hetero_fashion,
+    "noniid-fashion": lambda data_dir=None, **kw: load_noniid_fashion(skewed=False, data_dir=data_dir, **kw),
+    "noniid-fashion-skewed": lambda data_dir=None, **kw: load_noniid_fashion(skewed=True, data_dir=data_dir, **kw),
 }
 DATASETS: tuple[str, ...] = tuple(_LOADERS)
 #: dataset name -> the loader option holding its split seed (see the module docstring)
@@ -91,6 +103,8 @@ SPLIT_SEED_OPTIONS: dict[str, str] = {
     "noniid-mnist": "seed", "noniid-mnist-skewed": "seed", "femnist": "seed",
     "rotated-masked-mnist": "seed", "rotated-masked-digits": "seed", "rotated-masked-standin": "split_seed",
     "cifar10-hetero": "seed", "cifar10-hetero-standin": "split_seed",
+    "rotated-masked-fashion": "seed", "hetero-fashion": "seed", "noniid-fashion": "seed",
+    "noniid-fashion-skewed": "seed",
 }
 #: FedHDP's client-level datasets (one entry per client; ``info["nonprivate_clients"]`` is the opt-out set) and
 #: those of them that read files the user must already have (MNIST, federated EMNIST).
@@ -98,6 +112,8 @@ CLIENT_DATASETS = ("noniid-digits", "noniid-digits-skewed", "femnist-standin", "
                    "noniid-mnist-skewed", "femnist")
 FILE_DATASETS = ("noniid-mnist", "noniid-mnist-skewed", "femnist")
 _FOLDERS = "in --data-dir, else $FEDBOOK_DATA_DIR, <repo>/data or ../shared/data"
+_FASHION_FOLDERS = (f"in --data-dir, else $FEDBOOK_DATA_DIR, <repo>/data, ../shared/data or {DEBIAN_DIR} "
+                    "(Debian's dataset-fashion-mnist)")
 #: dataset name -> one line: real or stand-in, and which files it reads from where (``fedtrain datasets``).
 DATASET_DESCRIPTIONS: dict[str, str] = {
     "school": f"real; reads school.mat {_FOLDERS} (or a school/ subfolder)",
@@ -123,10 +139,28 @@ DATASET_DESCRIPTIONS: dict[str, str] = {
     "noniid-mnist-skewed": f"real; the skewed variant from the MNIST files {_FOLDERS} (client-level)",
     "femnist": (f"real; reads TFF's fed_emnist_train.h5 and fed_emnist_test.h5 {_FOLDERS} (or a femnist/ "
                 "subfolder) (client-level)"),
+    "rotated-masked-fashion": (f"real; reads Fashion-MNIST (train-/t10k-images-idx3-ubyte.gz and "
+                               f"-labels-idx1-ubyte.gz) {_FASHION_FOLDERS}; 40 silos x (1,500 + 250), 4 rotation "
+                               "groups, per-silo 2x2 masks (App. C.1)"),
+    "hetero-fashion": (f"real; reads Fashion-MNIST {_FASHION_FOLDERS}; 30 silos x 5 of the 10 classes "
+                       "(the paper's CIFAR-10 split, about 2,000 training images per silo)"),
+    "noniid-fashion": (f"real; FedHDP's non-IID split of Fashion-MNIST {_FASHION_FOLDERS}: 2,000 clients x 30 "
+                       "images of one class, without replacement (the 60,000 exactly), 5% opted out, who hold "
+                       "3,000 of the 60,000 distinct training images (5.0%) (client-level)"),
+    "noniid-fashion-skewed": (f"real; the same, all opted-out clients of class 7 (Sneaker) {_FASHION_FOLDERS}; "
+                              "they hold 3,000 of the 60,000 distinct training images (5.0%) (client-level)"),
 }
 #: file-backed dataset -> the datasets to use without its files (named in the not-found message)
 _ALTERNATIVES = {"rotated-masked-mnist": ("rotated-masked-digits", "rotated-masked-standin"),
                  "noniid-mnist": ("noniid-digits",), "femnist": ("femnist-standin",)}
+# Real Fashion-MNIST (Debian's dataset-fashion-mnist, offline): the image datasets and FedHDP's client-level
+# split read from its files (fedtrain.data.fashion).
+REAL_DATASETS += ("rotated-masked-fashion", "hetero-fashion")
+CLIENT_DATASETS += ("noniid-fashion", "noniid-fashion-skewed")
+FILE_DATASETS += ("noniid-fashion", "noniid-fashion-skewed")
+_ALTERNATIVES.update({"rotated-masked-fashion": ("rotated-masked-digits", "rotated-masked-standin"),
+                      "hetero-fashion": ("cifar10-hetero-standin",), "noniid-fashion": ("noniid-digits",),
+                      "noniid-fashion-skewed": ("noniid-digits-skewed",)})
 
 
 def split_seed_option(name: str) -> str:

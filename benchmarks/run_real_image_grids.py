@@ -1,0 +1,92 @@
+"""Compute (or resume) the real-image grids into a work store, one run at a time, seed 0 first.
+
+Grids: ``fig6-fashion`` and ``fig3d-fashion`` (:data:`fedtrain.presets.REAL_IMAGE_GRIDS`, through
+:func:`fedtrain.presets.deep_grid` and :func:`fedtrain.sweep.run_sweep` into a
+:class:`fedtrain.results.ResultsStore`), ``claims-fashion`` (:data:`fedtrain.presets.FEDHDP_GRIDS`, through
+:func:`fedtrain.presets.fedhdp_grid` and :func:`fedtrain.fedhdp.experiments.run_experiment`, one JSON file per
+run).  Every finished run is written atomically and skipped on the next start, so the command resumes where it
+stopped; runs are ordered seed by seed, so an interrupted grid has whole seeds first.
+
+Usage (background, lowest priority, one core; the store lives outside the repository)::
+
+    cd <checkout> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 setsid nohup nice -n 19 \\
+        .venv/bin/python benchmarks/run_real_image_grids.py fig6-fashion \\
+        >> /work/fedbook-runs/fig6-fashion.log 2>&1 &
+    python benchmarks/run_real_image_grids.py fig6-fashion --status     # how far it got
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+DEFAULT_ROOT = Path("/work/fedbook-runs")
+
+
+def parse(argv=None):
+    from fedtrain.presets import FEDHDP_GRIDS, REAL_IMAGE_GRIDS
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("grid", choices=sorted(REAL_IMAGE_GRIDS) + sorted(FEDHDP_GRIDS))
+    p.add_argument("--store", default=None, help=f"store folder (default {DEFAULT_ROOT}/<grid>)")
+    p.add_argument("--status", action="store_true", help="print how many runs are done; train nothing")
+    p.add_argument("--seeds", default=None, help="comma-separated seeds to restrict to (default: the grid's)")
+    p.add_argument("--first", default="", help="comma-separated methods to run first within each seed "
+                   "(e.g. ifca: its cluster recovery decides whether the warm-started runs mean anything)")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    from fedtrain.presets import REAL_IMAGE_GRIDS
+
+    args = parse(argv)
+    store = Path(args.store or DEFAULT_ROOT / args.grid)
+    seeds = None if args.seeds is None else [int(s) for s in args.seeds.split(",")]
+    if args.grid in REAL_IMAGE_GRIDS:
+        return _deep(args.grid, store, seeds, args.status, [m for m in args.first.split(",") if m])
+    return _fedhdp(args.grid, store, seeds, args.status)
+
+
+def _deep(grid: str, folder: Path, seeds, status_only: bool, first=()) -> int:
+    from fedtrain.presets import deep_grid
+    from fedtrain.results import ResultsStore
+    from fedtrain.sweep import run_sweep
+
+    configs = deep_grid(grid)
+    order = sorted({c.seed for c in configs}) if seeds is None else seeds
+    store = ResultsStore(folder)
+    done = sum(store.has(c) for c in configs)
+    print(f"{grid}: {done} of {len(configs)} runs in {folder}", flush=True)
+    if status_only:
+        return 0
+    for seed in order:
+        part = [c for c in configs if c.seed == seed]
+        part.sort(key=lambda c: c.method not in first)  # stable: the grid's order otherwise
+        for c in part:  # one run per call: each finished run is stored before the next starts
+            if store.has(c):
+                continue
+            t0 = time.perf_counter()
+            row = run_sweep([c], store=store, chunk_size=1, progress=False)[0]
+            done += 1
+            print(f"[{done}/{len(configs)}] {c.method} mask={c.dataset_options.get('mask_ratio')} eps={c.eps} "
+                  f"lam={c.lam} seed={c.seed}: {row.test_metric:.4f} ({time.perf_counter() - t0:.0f} s)", flush=True)
+    return 0
+
+
+def _fedhdp(grid: str, folder: Path, seeds, status_only: bool) -> int:
+    from fedtrain.fedhdp.experiments import _key, run_experiment
+    from fedtrain.presets import fedhdp_grid
+
+    configs = fedhdp_grid(grid, seeds=seeds)
+    configs.sort(key=lambda c: c.seed)
+    done = sum((folder / f"{_key(c)}.json").exists() for c in configs)
+    print(f"{grid}: {done} of {len(configs)} runs in {folder} (z = {configs[0].noise_multiplier})", flush=True)
+    if status_only:
+        return 0
+    run_experiment(configs, folder, log=lambda msg: print(msg, flush=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
