@@ -53,7 +53,7 @@ from fedtrain.encoding import encode
 from fedtrain.methods.registry import LAMBDA_METHODS, METHOD_REGISTRY, option_params
 from fedtrain.params import Param, add_flag, params_of
 from fedtrain.presets import RESULTS_PRESETS, paper_defaults
-from fedtrain.results import DEFAULT_RESULTS_DIR, WORK_DIR, ResultsStore
+from fedtrain.results import DEFAULT_WORK_STORE, WORK_DIR, ResultsStore
 
 __all__ = ["main", "build_parser", "configs_from_args", "register_command", "LAMBDA_METHODS"]
 
@@ -116,7 +116,8 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     g = p.add_argument_group("output")
     g.add_argument("--results", default=None,
                    help="results store folder, checked to be writable before training" +
-                   (f" (default {DEFAULT_RESULTS_DIR}; with --preset, the working stores, default {WORK_DIR})"
+                   (f" (default ./{DEFAULT_WORK_STORE}; never the committed store results/, which sweeps only "
+                    f"read; with --preset, the working stores, default {WORK_DIR})"
                     if sweep else " (optional: store the runs there)"))
     g.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     g.add_argument("--progress", dest="progress", action="store_true", default=None, help="force progress bars")
@@ -349,7 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "sweep" and args.dataset is None:
         parser.error("sweep needs --dataset (or --preset NAME)")
     if args.command == "sweep" and args.results is None:
-        args.results = str(DEFAULT_RESULTS_DIR)
+        args.results = str(DEFAULT_WORK_STORE)
     store = None
     configs: list[RunConfig] = []
     try:
