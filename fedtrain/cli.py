@@ -142,8 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
     g = sw.add_argument_group("execution (fedtrain.executors; only this process writes --results)")
     g.add_argument("--executor", choices=("local", "ray"), default="local",
                    help="local: the batches one after another here (default); ray: each batch a Ray task")
-    g.add_argument("--address", default=None, help="ray: an existing cluster (e.g. auto or ray://host:10001); "
-                   "default: start a local Ray for this sweep")
+    g.add_argument("--address", default=None, help="ray: an existing cluster (auto, its GCS address host:6379, or "
+                   "ray://host:10001 through Ray Client, part of fedbook[ray]); default: start a local Ray for this "
+                   "sweep")
+    g.add_argument("--connect-timeout", type=float, default=None, metavar="SECONDS",
+                   help="ray: seconds to wait for the cluster at --address before giving up with a message "
+                        "(default 20)")
     g.add_argument("--num-cpus", type=int, default=None, help="ray: CPUs of the local Ray (default: all)")
     g.add_argument("--retries", type=int, default=2, help="ray: re-runs of a failing batch before it is reported "
                    "(default 2)")
@@ -173,8 +177,9 @@ def _distinct(name: str, values: list) -> list:
         k = repr(v)
         if k in seen:
             flag = _ALIASES.get(name, ("--" + name.replace("_", "-"),))[0]
-            raise ValueError(f"{flag} lists {v!r} more than once; give each value once (a repeated seed would be "
-                             "counted twice in the mean)")
+            why = ("a repeated seed would be counted twice in the mean" if name == "seed" else
+                   "the grid would hold the same configurations twice")
+            raise ValueError(f"{flag} lists {v!r} more than once; give each value once ({why})")
         seen.add(k)
     return values
 
@@ -371,14 +376,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         executor, options = getattr(args, "executor", "local"), {}
         if executor == "ray":
             options = {k: v for k, v in (("address", args.address), ("num_cpus", args.num_cpus),
-                                         ("retries", args.retries)) if v is not None}
-        elif args.command == "sweep" and (args.address is not None or args.num_cpus is not None):
-            raise ValueError("--address and --num-cpus apply to --executor ray")
+                                         ("retries", args.retries), ("connect_timeout", args.connect_timeout))
+                       if v is not None}
+        elif args.command == "sweep" and (args.address is not None or args.num_cpus is not None
+                                          or args.connect_timeout is not None):
+            raise ValueError("--address, --num-cpus and --connect-timeout apply to --executor ray")
         rows = run_sweep(configs, store=store, data_dir=args.data_dir, progress=args.progress,
                          chunk_size=getattr(args, "chunk_size", 32), executor=executor, executor_options=options)
     except (ValueError, ImportError, DatasetNotFoundError, DatasetCorruptError) as exc:
         parser.exit(2, f"fedtrain: error: {exc}\n")
     except SweepTaskError as exc:
+        parser.exit(1, f"fedtrain: error: {exc}\n")
+    except OSError as exc:  # the file system refused something outside the store (which names its own files)
         parser.exit(1, f"fedtrain: error: {exc}\n")
     except KeyboardInterrupt:
         if store is not None:
@@ -413,7 +422,7 @@ def _preset(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Seq
         parser.error("--pack and --only go with --preset NAME")
     grid_flags = [a.split("=")[0] for a in argv if a.startswith("--") and a.split("=")[0] not in (
         "--preset", "--pack", "--only", "--results", "--dry-run", "--json", "--progress", "--no-progress",
-        "--chunk-size", "--executor", "--address", "--num-cpus", "--retries")]
+        "--chunk-size", "--executor", "--address", "--num-cpus", "--retries", "--connect-timeout")]
     if grid_flags or args.dataset_option:
         parser.error(f"--preset {args.preset} defines the whole grid (fedtrain.presets.RESULTS_PRESETS); drop "
                      f"{', '.join(grid_flags) or '-D'}")
@@ -421,9 +430,10 @@ def _preset(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Seq
     command = "fedtrain " + " ".join(shlex.quote(a) for a in argv)
     from fedtrain.executors import SweepTaskError
 
-    options = {k: v for k, v in (("address", args.address), ("num_cpus", args.num_cpus)) if v is not None}
+    options = {k: v for k, v in (("address", args.address), ("num_cpus", args.num_cpus),
+                                 ("connect_timeout", args.connect_timeout)) if v is not None}
     if options and args.executor != "ray":
-        parser.error("--address and --num-cpus apply to --executor ray")
+        parser.error("--address, --num-cpus and --connect-timeout apply to --executor ray")
     if args.executor == "ray" and args.retries is not None:
         options["retries"] = args.retries
     try:
