@@ -4,7 +4,7 @@ Examples::
 
     fedtrain run --dataset school --method mrmtl --eps 6 --lam 0.3 --lr 0.01 --rounds 200 --seeds 0,1,2 --json
     fedtrain sweep --dataset vehicle-standin --method local,fedavg,mrmtl --eps 0.5,1,inf \\
-        --lam 0.01,0.1,1 --lr 0.01 --seeds 0,1 --results results/
+        --lam 0.01,0.1,1 --lr 0.01 --seeds 0,1 --results fedtrain-results/
     fedtrain run --dataset school-standin --method ifca --num-clusters 2 --select-eps-frac 0.05 --eps 6
     fedtrain run --dataset school --method local --eps inf --repeats 5 --json
     fedtrain sweep --dataset school --method mrmtl --eps 1,6 --lam 0.1,1 --seeds 0,1 --executor ray --num-cpus 2
@@ -391,7 +391,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(1, f"fedtrain: error: {exc}\n")
     except KeyboardInterrupt:
         if store is not None:
-            done = sum(store.has(c) for c in {c.key(): c for c in configs}.values())
+            stored = store.config_keys()
+            done = sum(k in stored for k in {c.key() for c in configs})
             msg = (f"fedtrain: interrupted; {done} of {len({c.key() for c in configs})} runs are saved in "
                    f"{store.root}; run the same command again to resume")
         else:

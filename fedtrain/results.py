@@ -329,6 +329,10 @@ class ResultsStore:
     def __len__(self) -> int:
         return len(self.keys())
 
+    def config_keys(self) -> set[str]:
+        """The configuration keys that have a row (on any data): one listing of the folder, for counting many."""
+        return {k.split("-")[0] for k in self.keys()}
+
     def __contains__(self, config_or_key: object) -> bool:
         return isinstance(config_or_key, (str, RunConfig)) and self.has(config_or_key)
 
@@ -750,7 +754,8 @@ def compute_preset(preset: str, *, work: str | os.PathLike | None = None, pack: 
     for name, scale, configs in order:
         store = stores[name]
         for stage in _stages(configs):
-            before = sum(store.has(c) for c in stage)
+            done = store.config_keys()
+            before = sum(c.key() in done for c in stage)
             run_sweep(stage, store=store, progress=progress, chunk_size=chunk_size, runner=runner,
                       executor=executor, executor_options=executor_options)
             computed += len(stage) - before
@@ -785,9 +790,17 @@ def pack_store(preset: str, *, work: str | os.PathLike | None = None, out: str |
     files = {}
     for name, scale, configs in preset_targets(preset):
         store = ResultsStore(work / name)
+        by_config: dict[str, list[str]] = {}
+        for key in store.keys():
+            by_config.setdefault(key.split("-")[0], []).append(key)
         rows = []
         for c in configs:
-            path = store._find(c)
+            found = by_config.get(c.key(), [])
+            if len(found) > 1:
+                raise ResultsStoreError(f"working store {store.root} holds {len(found)} rows of {c.method} eps={c.eps} "
+                                        f"lam={c.lam} lr={c.lr} seed={c.seed}, trained on different data "
+                                        f"({', '.join(found)}); keep the one the committed store should hold")
+            path = store._path(found[0]) if found else None
             if path is None:
                 raise ValueError(f"working store {store.root} lacks {c.method} eps={c.eps} lam={c.lam} lr={c.lr} "
                                  f"seed={c.seed} (and maybe more); run fedtrain sweep --preset {preset} first")
