@@ -230,9 +230,11 @@ class ResultsStore:
         """Row files of a row key, or of a configuration (or config key) on data ``identity`` (any data if None)."""
         if isinstance(config_or_key, str) and _ROW_KEY.match(config_or_key):
             return [self._path(config_or_key)]
-        if isinstance(config_or_key, RunConfig) and identity:
-            return [self._path(row_key(config_or_key, identity))]
         ck = config_or_key if isinstance(config_or_key, str) else config_or_key.key()
+        if identity:
+            from fedtrain.data.base import identity_digest
+
+            return [self._path(f"{ck}-{identity_digest(identity)}")]
         if not self.root.is_dir():
             return []
         return sorted(p for p in self.root.glob(f"{ck}-*.json") if _ROW_KEY.match(p.stem))
