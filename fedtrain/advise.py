@@ -159,6 +159,13 @@ def configure_advise_parser(p: argparse.ArgumentParser, common: Callable[..., No
         if action.dest == "lam":
             action.default = list(DEFAULT_CHECK_LAMS)
             action.help = "lambda grid of --check (comma-separated; default " + ",".join(map(str, DEFAULT_CHECK_LAMS)) + ")"
+        if action.dest == "rounds":  # the advice is for one training length: a list is refused, not cut to its head
+            def one_value(text: str, parse=action.type):
+                if "," in text:
+                    raise argparse.ArgumentTypeError(f"advise predicts for one number of rounds (got {text!r}); "
+                                                     "run it once per value")
+                return parse(text)
+            action.type = one_value
     p.add_argument("--check", action="store_true", help="also sweep --lam and report the best lambda per eps")
     return p
 

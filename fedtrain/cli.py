@@ -4,7 +4,7 @@ Examples::
 
     fedtrain run --dataset school --method mrmtl --eps 6 --lam 0.3 --lr 0.01 --rounds 200 --seeds 0,1,2 --json
     fedtrain sweep --dataset vehicle-standin --method local,fedavg,mrmtl --eps 0.5,1,inf \\
-        --lam 0.01,0.1,1 --lr 0.01 --seeds 0,1 --results results/
+        --lam 0.01,0.1,1 --lr 0.01 --seeds 0,1 --results fedtrain-results/
     fedtrain run --dataset school-standin --method ifca --num-clusters 2 --select-eps-frac 0.05 --eps 6
     fedtrain run --dataset school --method local --eps inf --repeats 5 --json
     fedtrain sweep --dataset school --method mrmtl --eps 1,6 --lam 0.1,1 --seeds 0,1 --executor ray --num-cpus 2
@@ -53,7 +53,7 @@ from fedtrain.encoding import encode
 from fedtrain.methods.registry import LAMBDA_METHODS, METHOD_REGISTRY, option_params
 from fedtrain.params import Param, add_flag, params_of
 from fedtrain.presets import RESULTS_PRESETS, paper_defaults
-from fedtrain.results import DEFAULT_RESULTS_DIR, WORK_DIR, ResultsStore
+from fedtrain.results import DEFAULT_WORK_STORE, WORK_DIR, ResultsStore
 
 __all__ = ["main", "build_parser", "configs_from_args", "register_command", "LAMBDA_METHODS"]
 
@@ -116,7 +116,8 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     g = p.add_argument_group("output")
     g.add_argument("--results", default=None,
                    help="results store folder, checked to be writable before training" +
-                   (f" (default {DEFAULT_RESULTS_DIR}; with --preset, the working stores, default {WORK_DIR})"
+                   (f" (default ./{DEFAULT_WORK_STORE}; never the committed store results/, which sweeps only "
+                    f"read; with --preset, the working stores, default {WORK_DIR})"
                     if sweep else " (optional: store the runs there)"))
     g.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     g.add_argument("--progress", dest="progress", action="store_true", default=None, help="force progress bars")
@@ -141,8 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
     g = sw.add_argument_group("execution (fedtrain.executors; only this process writes --results)")
     g.add_argument("--executor", choices=("local", "ray"), default="local",
                    help="local: the batches one after another here (default); ray: each batch a Ray task")
-    g.add_argument("--address", default=None, help="ray: an existing cluster (e.g. auto or ray://host:10001); "
-                   "default: start a local Ray for this sweep")
+    g.add_argument("--address", default=None, help="ray: an existing cluster (auto, its GCS address host:6379, or "
+                   "ray://host:10001 through Ray Client, part of fedbook[ray]); default: start a local Ray for this "
+                   "sweep")
+    g.add_argument("--connect-timeout", type=float, default=None, metavar="SECONDS",
+                   help="ray: seconds to wait for the cluster at --address before giving up with a message "
+                        "(default 20)")
     g.add_argument("--num-cpus", type=int, default=None, help="ray: CPUs of the local Ray (default: all)")
     g.add_argument("--retries", type=int, default=2, help="ray: re-runs of a failing batch before it is reported "
                    "(default 2)")
@@ -172,8 +177,9 @@ def _distinct(name: str, values: list) -> list:
         k = repr(v)
         if k in seen:
             flag = _ALIASES.get(name, ("--" + name.replace("_", "-"),))[0]
-            raise ValueError(f"{flag} lists {v!r} more than once; give each value once (a repeated seed would be "
-                             "counted twice in the mean)")
+            why = ("a repeated seed would be counted twice in the mean" if name == "seed" else
+                   "the grid would hold the same configurations twice")
+            raise ValueError(f"{flag} lists {v!r} more than once; give each value once ({why})")
         seen.add(k)
     return values
 
@@ -349,7 +355,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "sweep" and args.dataset is None:
         parser.error("sweep needs --dataset (or --preset NAME)")
     if args.command == "sweep" and args.results is None:
-        args.results = str(DEFAULT_RESULTS_DIR)
+        args.results = str(DEFAULT_WORK_STORE)
     store = None
     configs: list[RunConfig] = []
     try:
@@ -370,18 +376,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         executor, options = getattr(args, "executor", "local"), {}
         if executor == "ray":
             options = {k: v for k, v in (("address", args.address), ("num_cpus", args.num_cpus),
-                                         ("retries", args.retries)) if v is not None}
-        elif args.command == "sweep" and (args.address is not None or args.num_cpus is not None):
-            raise ValueError("--address and --num-cpus apply to --executor ray")
+                                         ("retries", args.retries), ("connect_timeout", args.connect_timeout))
+                       if v is not None}
+        elif args.command == "sweep" and (args.address is not None or args.num_cpus is not None
+                                          or args.connect_timeout is not None):
+            raise ValueError("--address, --num-cpus and --connect-timeout apply to --executor ray")
         rows = run_sweep(configs, store=store, data_dir=args.data_dir, progress=args.progress,
                          chunk_size=getattr(args, "chunk_size", 32), executor=executor, executor_options=options)
     except (ValueError, ImportError, DatasetNotFoundError, DatasetCorruptError) as exc:
         parser.exit(2, f"fedtrain: error: {exc}\n")
     except SweepTaskError as exc:
         parser.exit(1, f"fedtrain: error: {exc}\n")
+    except OSError as exc:  # the file system refused something outside the store (which names its own files)
+        parser.exit(1, f"fedtrain: error: {exc}\n")
     except KeyboardInterrupt:
         if store is not None:
-            done = sum(store.has(c) for c in {c.key(): c for c in configs}.values())
+            stored = store.config_keys()
+            done = sum(k in stored for k in {c.key() for c in configs})
             msg = (f"fedtrain: interrupted; {done} of {len({c.key() for c in configs})} runs are saved in "
                    f"{store.root}; run the same command again to resume")
         else:
@@ -412,7 +423,7 @@ def _preset(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Seq
         parser.error("--pack and --only go with --preset NAME")
     grid_flags = [a.split("=")[0] for a in argv if a.startswith("--") and a.split("=")[0] not in (
         "--preset", "--pack", "--only", "--results", "--dry-run", "--json", "--progress", "--no-progress",
-        "--chunk-size", "--executor", "--address", "--num-cpus", "--retries")]
+        "--chunk-size", "--executor", "--address", "--num-cpus", "--retries", "--connect-timeout")]
     if grid_flags or args.dataset_option:
         parser.error(f"--preset {args.preset} defines the whole grid (fedtrain.presets.RESULTS_PRESETS); drop "
                      f"{', '.join(grid_flags) or '-D'}")
@@ -420,9 +431,10 @@ def _preset(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Seq
     command = "fedtrain " + " ".join(shlex.quote(a) for a in argv)
     from fedtrain.executors import SweepTaskError
 
-    options = {k: v for k, v in (("address", args.address), ("num_cpus", args.num_cpus)) if v is not None}
+    options = {k: v for k, v in (("address", args.address), ("num_cpus", args.num_cpus),
+                                 ("connect_timeout", args.connect_timeout)) if v is not None}
     if options and args.executor != "ray":
-        parser.error("--address and --num-cpus apply to --executor ray")
+        parser.error("--address, --num-cpus and --connect-timeout apply to --executor ray")
     if args.executor == "ray" and args.retries is not None:
         options["retries"] = args.retries
     try:

@@ -11,9 +11,11 @@ nothing, so no row is ever partial, and re-running the same sweep resumes from t
   process; an exception stops the sweep at once (the rows stored so far stay).
 * :class:`RayExecutor` (``--executor ray``): every batch is a Ray task (one CPU, ``threads`` torch
   threads).  Ray runs on a local Ray started on demand with ``num_cpus`` CPUs (all of this machine's by
-  default) and shut down afterwards, or on an existing cluster given by ``address`` (``"auto"`` or
-  ``"ray://host:10001"``; its nodes need fedbook installed at the same engine version, checked on every
-  result).  Each dataset is put in Ray's object store once and shared by its batches.  A task that
+  default) and shut down afterwards, or on an existing cluster given by ``address`` (``"auto"``, the GCS
+  address ``"host:6379"``, or ``"ray://host:10001"`` through Ray Client, which needs ``ray[client]``, part of
+  ``fedbook[ray]``; its nodes need fedbook installed at the same engine version, checked on every result).
+  A cluster that does not answer within ``connect_timeout`` seconds (:data:`DEFAULT_CONNECT_TIMEOUT`) is
+  reported with a message instead of Ray's minutes of retries.  Each dataset is put in Ray's object store once and shared by its batches.  A task that
   raises is retried ``retries`` times (Ray's ``retry_exceptions``; a worker that dies is retried the
   same number of times); a batch still failing after that is *reported*: the other batches finish and
   are stored, then :class:`SweepTaskError` lists every failed batch (its first configuration and the
@@ -26,12 +28,17 @@ imported only by :class:`RayExecutor` (``pip install 'fedbook[ray]'``).
 """
 from __future__ import annotations
 
+import math
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
-__all__ = ["Batch", "Executor", "LocalExecutor", "RayExecutor", "SweepTaskError", "get_executor", "EXECUTORS"]
+__all__ = ["Batch", "Executor", "LocalExecutor", "RayExecutor", "SweepTaskError", "get_executor", "EXECUTORS",
+           "DEFAULT_CONNECT_TIMEOUT"]
 
+#: Seconds :class:`RayExecutor` waits for a cluster given by ``address`` before it gives up with a message.
+DEFAULT_CONNECT_TIMEOUT = 20.0
 #: Executor names accepted by :func:`get_executor` and ``fedtrain sweep --executor``.
 EXECUTORS = ("local", "ray")
 
@@ -116,9 +123,14 @@ class RayExecutor(Executor):
 
     name = "ray"
 
-    def __init__(self, address: str | None = None, num_cpus: int | None = None, retries: int = 2, threads: int = 1):
+    def __init__(self, address: str | None = None, num_cpus: int | None = None, retries: int = 2, threads: int = 1,
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT):
         from fedtheory.validation import check_integer_at_least
 
+        connect_timeout = float(connect_timeout)
+        if not math.isfinite(connect_timeout) or connect_timeout <= 0:
+            raise ValueError(f"connect_timeout must be a finite number of seconds > 0 (got {connect_timeout!r})")
+        self.connect_timeout = connect_timeout
         self.address = address
         self.num_cpus = None if num_cpus is None else int(check_integer_at_least("num_cpus", num_cpus, 1))
         self.retries = int(check_integer_at_least("retries", retries, 0))
@@ -141,6 +153,11 @@ class RayExecutor(Executor):
         """Connect to (or start) Ray; returns the ``ray`` module."""
         if self._ray is not None:
             return self._ray
+        hint = ("check it with `ray status` on the head node; a cluster with token authentication needs its token "
+                "(RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH)")
+        running = sys.modules.get("ray")
+        if self.address is not None and not (running is not None and running.is_initialized()):
+            _check_reachable(self.address, self.connect_timeout, hint)  # before Ray's import and its long retries
         ray = self._import()
         if not ray.is_initialized():
             if self.address is not None:
@@ -148,8 +165,7 @@ class RayExecutor(Executor):
                     ray.init(address=self.address, log_to_driver=False)
                 except ConnectionError as exc:
                     raise ValueError(f"address: could not connect to a Ray cluster at {self.address!r} ({exc}); "
-                                     "check it with `ray status` on the head node; a cluster with token "
-                                     "authentication needs its token (RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH)") from exc
+                                     f"{hint}") from exc
             else:
                 ray.init(num_cpus=self.num_cpus or os.cpu_count() or 1, include_dashboard=False,
                          log_to_driver=False, configure_logging=False)
@@ -197,6 +213,53 @@ class RayExecutor(Executor):
                     ray.cancel(ref, force=True)
                 except Exception:  # noqa: BLE001
                     pass
+
+
+#: The HTTP/2 client preface and an empty SETTINGS frame: a gRPC server (Ray's GCS, Ray Client's server) answers
+#: with a SETTINGS frame of its own.
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def _check_reachable(address: str, timeout: float, hint: str) -> None:
+    """Fail fast (``ValueError``) unless a gRPC server answers at ``host:port`` or ``ray://host:port`` within
+    ``timeout`` seconds: something must accept the TCP connection and reply to the HTTP/2 preface with a SETTINGS
+    frame, as Ray's GCS and Ray Client's server do (Ray itself retries an unreachable address for minutes).
+    ``ray://`` also needs Ray Client (``ray[client]``).  ``auto`` is left to Ray, which reads the local cluster's
+    address and fails at once when there is none."""
+    import socket
+
+    target = address
+    if address.startswith("ray://"):
+        try:
+            import grpc  # noqa: F401  (Ray Client's transport)
+        except ImportError:
+            raise ImportError(f"--address {address} connects through Ray Client, which needs grpcio: pip install "
+                              "'fedbook[ray]' (or 'ray[client]'); or give the cluster's GCS address host:6379, or "
+                              "auto on a cluster node") from None
+        target = address[len("ray://"):]
+    if address == "auto" or ":" not in target:
+        return
+    host, _, port = target.rpartition(":")
+    try:
+        port_number = int(port)
+    except ValueError:
+        raise ValueError(f"address must be auto, host:port or ray://host:port (got {address!r})") from None
+    reply = b""
+    try:
+        with socket.create_connection((host.strip("[]"), port_number), timeout=timeout) as sock:
+            sock.sendall(_H2_PREFACE)
+            while len(reply) < 9:
+                chunk = sock.recv(9 - len(reply))
+                if not chunk:
+                    break
+                reply += chunk
+    except OSError as exc:
+        reason = "timed out" if isinstance(exc, socket.timeout) else (exc.strerror or str(exc))
+        raise ValueError(f"address: no Ray cluster at {address!r} ({reason}; waited at most {timeout:g} s, "
+                         f"--connect-timeout); {hint}") from None
+    if len(reply) < 9 or reply[3] != 4:
+        raise ValueError(f"address: {address!r} accepts connections but does not answer as a Ray cluster (no gRPC "
+                         f"reply); {hint}")
 
 
 def _describe(exc: BaseException) -> BaseException:

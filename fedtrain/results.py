@@ -1,6 +1,15 @@
 """Results stores: the working store of sweeps (one JSON file per run) and the committed store the book reads.
 
-**Working store** (:class:`ResultsStore`).  Layout: ``<root>/<key>.json``, one row per run: the
+**Row keys.**  A row is filed under ``<config key>-<data key>`` (:func:`row_key`): the configuration's key
+(:meth:`RunConfig.key <fedtrain.config.RunConfig.key>`, which holds the engine version) and a digest of the
+identity of the data it was trained on (:func:`fedtrain.data.base.data_identity`: the SHA-256 of the files a
+loader read, or the generator and its options for synthetic data), so a row trained on one copy of a dataset
+is never served for another (``--data-dir B`` never returns rows of folder A).  Reading a row checks that its
+stored config and data identity hash to the key it is filed under; a mismatch (a row file copied over
+another) raises :class:`ResultsStoreError` naming the file.  Lookups by configuration alone (the book's
+figures) find the row of that configuration whatever its data and fail if the store holds it for two data.
+
+**Working store** (:class:`ResultsStore`).  Layout: ``<root>/<row key>.json``, one row per run: the
 :class:`fedtrain.engine.RunResult` encoded by :meth:`RunResult.to_dict <fedtrain.engine.RunResult.to_dict>` (config,
 metrics, privacy, curve, the data summary with file and checksum), plus ``engine_version``, ``created`` and
 ``provenance`` (:func:`provenance`: engine version, git commit, the command that computed the row, and its
@@ -10,11 +19,16 @@ objects.
 Every write goes to a temporary file in the same folder, is flushed and ``fsync``-ed, then renamed
 over the target with :func:`os.replace` (atomic on POSIX and Windows), and the folder is fsync-ed.
 An interrupted write therefore leaves either the old row or the new one, never a truncated file;
-leftover temporary files (``.<key>.json.tmp-*``) are ignored by readers.  Two processes writing the
+leftover temporary files (``.<key>.json.tmp-*``) are ignored by readers and removed by the next process that
+writes to the store (those older than :data:`STALE_TEMP_SECONDS`).  A write that fails (disk full, a
+read-only folder, a folder where the row file should be) raises :class:`ResultsStoreError`, one line naming the
+file and the reason; the rows already written are untouched.  The default working store of ``fedtrain
+sweep`` is :data:`DEFAULT_WORK_STORE` (``./fedtrain-results``); a folder holding a committed store
+(``MANIFEST.json``) is refused as a working store.  Two processes writing the
 same key write the same run and the last rename wins; rows of different keys never collide.  A
 sweep skips every config whose key is already present (:meth:`ResultsStore.has`), so re-running it
 resumes where it stopped.  Rows written by another :data:`~fedtrain.config.ENGINE_VERSION` have other
-keys; :meth:`ResultsStore.rows` skips them.
+keys; :meth:`ResultsStore.rows` skips them, and files not named by a row key are ignored.
 
 **Committed store** (:class:`CommittedStore`, :func:`committed_store`).  ``results/MANIFEST.json`` and one
 gzip'd JSON file per dataset (:func:`pack_rows`: per-silo privacy arrays and data summaries stored once,
@@ -29,6 +43,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -40,15 +55,21 @@ from fedtrain.encoding import encode
 if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.engine import RunResult
 
-__all__ = ["ResultsStore", "DEFAULT_RESULTS_DIR", "WORK_DIR", "jsonable", "git_commit", "provenance",
-           "pack_rows", "CommittedStore", "StaleStoreError", "committed_store", "compute_preset",
-           "REGENERATE_COMMAND", "STORE_ENV", "DROPPED_FIELDS", "pack_store", "preset_targets"]
+__all__ = ["ResultsStore", "DEFAULT_RESULTS_DIR", "WORK_DIR", "DEFAULT_WORK_STORE", "jsonable", "git_commit",
+           "provenance", "pack_rows", "CommittedStore", "StaleStoreError", "ResultsStoreError", "committed_store",
+           "compute_preset", "REGENERATE_COMMAND", "STORE_ENV", "DROPPED_FIELDS", "pack_store", "preset_targets",
+           "row_key", "result_row_key", "STALE_TEMP_SECONDS"]
 
 #: ``results/`` at the repository root: the committed store (``*.json.gz`` and ``MANIFEST.json``, see
 #: :class:`CommittedStore`) and, git-ignored, the working stores of sweeps.
 DEFAULT_RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 #: Working stores of ``fedtrain sweep --preset`` (one JSON file per run, resumable; git-ignored).
 WORK_DIR = DEFAULT_RESULTS_DIR / "work"
+#: The working store of ``fedtrain sweep`` without ``--results``: ``fedtrain-results`` in the current folder
+#: (never the committed store, which sweeps only read).
+DEFAULT_WORK_STORE = Path("fedtrain-results")
+#: Temporary files of a write older than this (seconds) are left over by a killed writer and removed.
+STALE_TEMP_SECONDS = 60.0
 #: The command that regenerates the committed store (what an out-of-date store's error message says).
 REGENERATE_COMMAND = "make results  (= fedtrain sweep --preset paper --pack results)"
 _REPO = Path(__file__).resolve().parents[1]
@@ -86,6 +107,45 @@ def provenance(command: str | None = None, *, seconds: float | None = None, comm
 
 #: The one JSON encoder (:func:`fedtrain.encoding.encode`), under its historical name.
 jsonable = encode
+
+
+class ResultsStoreError(ValueError):
+    """A results-store row that cannot be read, written or trusted; the message (one line) names the file."""
+
+
+_ROW_KEY = re.compile(r"^[0-9a-f]{16}-[0-9a-f]{12}$")
+_CONFIG_KEY = re.compile(r"^[0-9a-f]{16}$")
+
+
+def row_key(config: RunConfig, identity: "dict | None") -> str:
+    """The key a row is filed under: ``<config.key()>-<identity_digest(identity)>`` (module docstring)."""
+    from fedtrain.data.base import identity_digest
+
+    if not identity:
+        raise ValueError(f"a results-store row needs the identity of its data (config {config.key()}: "
+                         "result.data has no 'identity'; results of fedtrain.engine.run carry it)")
+    return f"{config.key()}-{identity_digest(identity)}"
+
+
+def result_row_key(result: "RunResult") -> str:
+    """:func:`row_key` of a finished run (its config and the identity in ``result.data``)."""
+    from fedtrain.data.base import data_identity
+
+    return row_key(result.config, data_identity(result.data or {}))
+
+
+def _check_row_key(row: dict, filed_as: str, where: str) -> None:
+    """Raise :class:`ResultsStoreError` unless the row's stored config and data identity hash to ``filed_as``."""
+    from fedtrain.data.base import data_identity
+
+    try:
+        actual = row_key(RunConfig.from_dict(row["config"]), data_identity(row.get("data") or {}))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ResultsStoreError(f"results store row {where} cannot be checked ({exc}); delete it to recompute "
+                                "the run") from None
+    if actual != filed_as:
+        raise ResultsStoreError(f"results store row {where} is filed under key {filed_as} but its config and data "
+                                f"hash to {actual} (a row file copied over another?); delete it to recompute the run")
 
 
 def _umask_mode() -> int:
@@ -133,13 +193,14 @@ class ResultsStore:
 
     def __init__(self, root: str | os.PathLike | None = None, *, command: str | None = None,
                  commit: str | None = None) -> None:
-        self.root = Path(root) if root is not None else DEFAULT_RESULTS_DIR
+        self.root = Path(root) if root is not None else DEFAULT_WORK_STORE
         if self.root.exists() and not self.root.is_dir():
             raise ValueError(f"results store must be a folder (got the file {self.root})")
         #: the command recorded in every row's provenance (default: this process's command line)
         self.command = command
         #: the commit recorded in every row's provenance (default: :func:`git_commit` at the first write)
         self._commit: str | None = commit
+        self._swept = False  # stale temporary files removed (once per store object, at its first write)
 
     def __repr__(self) -> str:
         return f"ResultsStore({str(self.root)!r}, rows={len(self)})"
@@ -147,7 +208,12 @@ class ResultsStore:
     def check_writable(self) -> None:
         """Create the folder if needed and check that a file can be written there (before any training).
 
-        Raises ``ValueError`` naming the folder and the reason."""
+        Raises ``ValueError`` naming the folder and the reason; a folder holding a committed store
+        (``MANIFEST.json``, :class:`CommittedStore`) is refused: sweeps only read it."""
+        if (self.root / MANIFEST).is_file():
+            raise ValueError(f"results folder {self.root} holds the committed results store ({MANIFEST}), which "
+                             "sweeps only read; write to a working store instead (--results DIR, default "
+                             f"./{DEFAULT_WORK_STORE})")
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".write-test-", dir=self.root)
@@ -160,57 +226,114 @@ class ResultsStore:
     def _path(self, key: str) -> Path:
         return self.root / f"{key}.json"
 
-    @staticmethod
-    def _key(config_or_key: RunConfig | str) -> str:
-        return config_or_key if isinstance(config_or_key, str) else config_or_key.key()
+    def _candidates(self, config_or_key: RunConfig | str, identity: "dict | None" = None) -> list[Path]:
+        """Row files of a row key, or of a configuration (or config key) on data ``identity`` (any data if None)."""
+        if isinstance(config_or_key, str) and _ROW_KEY.match(config_or_key):
+            return [self._path(config_or_key)]
+        ck = config_or_key if isinstance(config_or_key, str) else config_or_key.key()
+        if identity:
+            from fedtrain.data.base import identity_digest
 
-    def has(self, config_or_key: RunConfig | str) -> bool:
-        """Whether the run is finished (its row exists)."""
-        return self._path(self._key(config_or_key)).is_file()
+            return [self._path(f"{ck}-{identity_digest(identity)}")]
+        if not self.root.is_dir():
+            return []
+        return sorted(p for p in self.root.glob(f"{ck}-*.json") if _ROW_KEY.match(p.stem))
 
-    def get(self, config_or_key: RunConfig | str) -> "RunResult | None":
-        """The stored run, or ``None``."""
-        path = self._path(self._key(config_or_key))
-        if not path.is_file():
+    def _find(self, config_or_key: RunConfig | str, identity: "dict | None" = None) -> Path | None:
+        paths = [p for p in self._candidates(config_or_key, identity) if p.exists()]
+        if not paths:
+            return None
+        if len(paths) > 1:
+            raise ResultsStoreError(f"results store {self.root} holds {len(paths)} rows of this configuration, "
+                                    f"trained on different data ({', '.join(p.name for p in paths)}); name the "
+                                    "data (identity=, or a row key)")
+        return paths[0]
+
+    def has(self, config_or_key: RunConfig | str, identity: "dict | None" = None) -> bool:
+        """Whether the run is finished (its row exists): a row key, or a configuration on data ``identity``
+        (:meth:`fedtrain.data.base.FederatedData.identity`; ``None``: on any data)."""
+        return any(p.exists() for p in self._candidates(config_or_key, identity))
+
+    def get(self, config_or_key: RunConfig | str, identity: "dict | None" = None) -> "RunResult | None":
+        """The stored run (checked against the key it is filed under), or ``None``."""
+        path = self._find(config_or_key, identity)
+        if path is None:
             return None
         return self._decode(path, self._read(path))
 
     @staticmethod
     def _read(path: Path) -> dict:
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:  # cannot happen with atomic writes; say which file
-            raise ValueError(f"results store row {path} is unreadable ({exc}); delete it to recompute the run") from exc
+            row = json.loads(path.read_bytes().decode("utf-8"))
+        except (OSError, ValueError) as exc:  # atomic writes never leave this; say which file
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+            raise ResultsStoreError(f"results store row {path} is unreadable ({reason}); delete it to recompute "
+                                    "the run") from None
+        if not isinstance(row, dict):
+            raise ResultsStoreError(f"results store row {path} is not a row (a JSON {type(row).__name__}); delete "
+                                    "it to recompute the run")
+        return row
 
     @staticmethod
     def _decode(path: Path, row: dict) -> "RunResult":
         from fedtrain.engine import RunResult
 
+        _check_row_key(row, path.stem, str(path))
         try:
             return RunResult.from_dict(row)
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"results store row {path} cannot be read back ({exc}); delete it to recompute "
-                             "the run") from exc
+            raise ResultsStoreError(f"results store row {path} cannot be read back ({exc}); delete it to recompute "
+                                    "the run") from None
+
+    def _sweep_stale(self) -> None:
+        """Remove temporary files left by a killed writer (older than :data:`STALE_TEMP_SECONDS`)."""
+        self._swept = True
+        now = time.time()
+        for tmp in self.root.glob(".*.json.tmp-*"):
+            try:
+                if now - tmp.stat().st_mtime > STALE_TEMP_SECONDS and tmp.is_file():
+                    tmp.unlink()
+            except OSError:
+                pass
 
     def put(self, result: "RunResult") -> "RunResult":
-        """Store a finished run atomically (keyed by ``result.config.key()``) and return it."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        """Store a finished run atomically under :func:`result_row_key` and return it.
+
+        A failed write raises :class:`ResultsStoreError` naming the file; the rows already stored stay."""
+        key = result_row_key(result)
+        path = self._path(key)
         row = result.to_dict()
+        row["key"], row["config_key"] = key, result.config.key()
         row["engine_version"] = ENGINE_VERSION
         row["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         if self._commit is None:
             self._commit = git_commit()
         row["provenance"] = provenance(self.command, seconds=result.wall_time, commit=self._commit)
-        _atomic_write_text(self._path(result.key), json.dumps(row, sort_keys=True, allow_nan=False))
+        text = json.dumps(row, sort_keys=True, allow_nan=False)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            if not self._swept:
+                self._sweep_stale()
+            if path.is_dir():
+                raise IsADirectoryError(21, "a folder is where the row file should be")
+            _atomic_write_text(path, text)
+        except OSError as exc:
+            raise ResultsStoreError(f"cannot write results row {path} ({exc.strerror or exc}); the rows already "
+                                    f"stored in {self.root} are intact") from None
         return result
 
     def keys(self) -> list[str]:
+        """The row keys (file names) of the stored rows."""
         if not self.root.is_dir():
             return []
-        return sorted(p.stem for p in self.root.glob("*.json") if not p.name.startswith("."))
+        return sorted(p.stem for p in self.root.glob("*.json") if _ROW_KEY.match(p.stem))
 
     def __len__(self) -> int:
         return len(self.keys())
+
+    def config_keys(self) -> set[str]:
+        """The configuration keys that have a row (on any data): one listing of the folder, for counting many."""
+        return {k.split("-")[0] for k in self.keys()}
 
     def __contains__(self, config_or_key: object) -> bool:
         return isinstance(config_or_key, (str, RunConfig)) and self.has(config_or_key)
@@ -231,7 +354,8 @@ class ResultsStore:
 # --------------------------------------------------------------------------------------------------
 # the committed store: compact, one gzip'd JSON file per dataset, read-only
 # --------------------------------------------------------------------------------------------------
-FORMAT = "fedbook-results-1"
+#: The committed store's format; 2: rows keyed by configuration and data identity (:func:`row_key`).
+FORMAT = "fedbook-results-2"
 MANIFEST = "MANIFEST.json"
 #: Fields of :class:`~fedtrain.engine.RunResult` that the committed form leaves out (per-silo metrics and test
 #: sizes, the per-silo ledger, weights): the figures do not read them and they would make the store ~10× larger.
@@ -366,6 +490,7 @@ class CommittedStore:
                                   f"{FORMAT!r}; regenerate it with {REGENERATE_COMMAND}")
         self.docs: dict[str, dict] = {}
         self._index: dict[str, tuple[str, int]] = {}
+        self._by_config: dict[str, list[str]] = {}
         for name, info in self.manifest.get("files", {}).items():
             path = self.root / name
             version = info.get("engine_version")
@@ -389,6 +514,7 @@ class CommittedStore:
             self.docs[name] = doc
             for i, row in enumerate(doc["rows"]):
                 self._index[row["key"]] = (name, i)
+                self._by_config.setdefault(row["key"].split("-")[0], []).append(row["key"])
 
     def __repr__(self) -> str:
         return f"CommittedStore({str(self.root)!r}, rows={len(self)})"
@@ -397,29 +523,50 @@ class CommittedStore:
         return len(self._index)
 
     def keys(self) -> list[str]:
+        """The row keys (:func:`row_key`) of the stored rows."""
         return sorted(self._index)
 
     @staticmethod
     def _key(config_or_key: RunConfig | str) -> str:
         return config_or_key if isinstance(config_or_key, str) else config_or_key.key()
 
-    def has(self, config_or_key: RunConfig | str) -> bool:
-        return self._key(config_or_key) in self._index
+    def _row_key(self, config_or_key: RunConfig | str, identity: "dict | None" = None) -> str | None:
+        """The row key of a row key, or of a configuration on data ``identity`` (``None``: its one row, any data)."""
+        if isinstance(config_or_key, str) and _ROW_KEY.match(config_or_key):
+            return config_or_key if config_or_key in self._index else None
+        if isinstance(config_or_key, RunConfig) and identity:
+            key = row_key(config_or_key, identity)
+            return key if key in self._index else None
+        ck = self._key(config_or_key)
+        found = self._by_config.get(ck, [])
+        if len(found) > 1:
+            raise ResultsStoreError(f"the committed store {self.root} holds {len(found)} rows of configuration {ck}, "
+                                    f"trained on different data ({', '.join(found)}); name the data (identity=)")
+        return found[0] if found else None
 
-    __contains__ = has
+    def has(self, config_or_key: RunConfig | str, identity: "dict | None" = None) -> bool:
+        """Whether a row is stored: a row key, or a configuration on data ``identity`` (``None``: on any data)."""
+        return self._row_key(config_or_key, identity) is not None
 
-    def row_dict(self, config_or_key: RunConfig | str) -> dict | None:
-        """The stored row as a dict (as :meth:`ResultsStore.put` wrote it, less :data:`DROPPED_FIELDS`)."""
-        hit = self._index.get(self._key(config_or_key))
-        if hit is None:
+    def __contains__(self, config_or_key: object) -> bool:
+        return isinstance(config_or_key, (str, RunConfig)) and self.has(config_or_key)
+
+    def row_dict(self, config_or_key: RunConfig | str, identity: "dict | None" = None) -> dict | None:
+        """The stored row as a dict (as :meth:`ResultsStore.put` wrote it, less :data:`DROPPED_FIELDS`), checked
+        against the key it is filed under (:class:`ResultsStoreError` naming the file otherwise)."""
+        key = self._row_key(config_or_key, identity)
+        if key is None:
             return None
-        doc = self.docs[hit[0]]
-        return _unpack_row(doc, doc["rows"][hit[1]])
+        name, i = self._index[key]
+        doc = self.docs[name]
+        row = _unpack_row(doc, doc["rows"][i])
+        _check_row_key(row, key, f"{key} of {self.root / name}")
+        return row
 
-    def get(self, config_or_key: RunConfig | str) -> "RunResult | None":
+    def get(self, config_or_key: RunConfig | str, identity: "dict | None" = None) -> "RunResult | None":
         from fedtrain.engine import RunResult
 
-        row = self.row_dict(config_or_key)
+        row = self.row_dict(config_or_key, identity)
         if row is None:
             return None
         for k in DROPPED_FIELDS:
@@ -428,13 +575,17 @@ class CommittedStore:
 
     def provenance(self, config_or_key: RunConfig | str) -> dict:
         """``engine_version``, ``commit``, ``command`` and ``seconds`` of a stored row."""
-        hit = self._index.get(self._key(config_or_key))
-        if hit is None:
+        key = self._row_key(config_or_key)
+        if key is None:
             raise KeyError(f"no row {self._key(config_or_key)} in {self.root}")
+        hit = self._index[key]
         return dict(self.docs[hit[0]]["rows"][hit[1]]["provenance"])
 
     def file_of(self, config_or_key: RunConfig | str) -> str:
-        return self._index[self._key(config_or_key)][0]
+        key = self._row_key(config_or_key)
+        if key is None:
+            raise KeyError(f"no row {self._key(config_or_key)} in {self.root}")
+        return self._index[key][0]
 
     def check_writable(self) -> None:
         """Nothing to check: :func:`fedtrain.sweep.run_sweep` never writes to a read-only store."""
@@ -605,7 +756,8 @@ def compute_preset(preset: str, *, work: str | os.PathLike | None = None, pack: 
     for name, scale, configs in order:
         store = stores[name]
         for stage in _stages(configs):
-            before = sum(store.has(c) for c in stage)
+            done = store.config_keys()
+            before = sum(c.key() in done for c in stage)
             run_sweep(stage, store=store, progress=progress, chunk_size=chunk_size, runner=runner,
                       executor=executor, executor_options=executor_options)
             computed += len(stage) - before
@@ -640,13 +792,23 @@ def pack_store(preset: str, *, work: str | os.PathLike | None = None, out: str |
     files = {}
     for name, scale, configs in preset_targets(preset):
         store = ResultsStore(work / name)
+        by_config: dict[str, list[str]] = {}
+        for key in store.keys():
+            by_config.setdefault(key.split("-")[0], []).append(key)
         rows = []
         for c in configs:
-            path = store._path(c.key())
-            if not path.is_file():
+            found = by_config.get(c.key(), [])
+            if len(found) > 1:
+                raise ResultsStoreError(f"working store {store.root} holds {len(found)} rows of {c.method} eps={c.eps} "
+                                        f"lam={c.lam} lr={c.lr} seed={c.seed}, trained on different data "
+                                        f"({', '.join(found)}); keep the one the committed store should hold")
+            path = store._path(found[0]) if found else None
+            if path is None:
                 raise ValueError(f"working store {store.root} lacks {c.method} eps={c.eps} lam={c.lam} lr={c.lr} "
                                  f"seed={c.seed} (and maybe more); run fedtrain sweep --preset {preset} first")
-            rows.append(store._read(path))
+            row = store._read(path)
+            _check_row_key(row, path.stem, str(path))
+            rows.append(row)
         figures = list(DATASET_FIGURES.get(name, ("theory",)))
         doc = pack_rows(rows, name=name, dataset=configs[0].dataset, scale=scale, figures=figures, preset=preset)
         fname = f"{name}.json.gz"

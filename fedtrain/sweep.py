@@ -34,7 +34,7 @@ import numpy as np
 
 from fedtheory.validation import check_integer_at_least
 from fedtrain.config import RunConfig
-from fedtrain.data.base import FederatedData
+from fedtrain.data.base import FederatedData, data_identity, identity_digest
 from fedtrain.encoding import encode
 from fedtrain.executors import Batch, Executor, SweepTaskError, get_executor
 from fedtrain.results import ResultsStore
@@ -143,8 +143,11 @@ def run_sweep(
         batches that still fail after their retries raise :class:`~fedtrain.executors.SweepTaskError` once
         the others are stored.
 
-    The store's folder is checked to be writable before anything loads or trains.  Every result
-    records the data it was trained on (``result.data``: name, file and SHA-256 for real data).
+    The store's folder is checked to be writable before anything trains (a sweep whose rows are all stored
+    writes nothing and needs no write access).  A configuration's row is looked up by the configuration and
+    the identity of its data (:meth:`fedtrain.data.base.FederatedData.identity`: the content of the files read,
+    or the generator and its options), so rows trained on other data are never returned.  Every result
+    records the data it was trained on (``result.data``: name, file and SHA-256 for real data, identity).
     """
     chunk_size = int(check_integer_at_least("chunk_size", chunk_size, 1))
     configs = list(configs)
@@ -153,12 +156,11 @@ def run_sweep(
             raise ValueError(f"configs must be RunConfig objects (got {type(c).__name__})")
     if store is not None and not isinstance(store, ResultsStore) and not getattr(store, "read_only", False):
         store = ResultsStore(store)
-    if store is not None:
-        store.check_writable()  # a read-only store (the committed one) checks nothing here; see phase 2
     memory: dict[str, RunResult] = {}
+    identity_of: dict[str, dict] = {}  # config key -> identity of the data it runs on
 
-    def finished(c: RunConfig) -> bool:
-        return c.key() in memory or (store is not None and store.has(c))
+    def finished(c: RunConfig, identity: dict) -> bool:
+        return c.key() in memory or (store is not None and store.has(c, identity))
 
     # group by dataset, dropping duplicate keys
     groups: "OrderedDict[tuple, list[RunConfig]]" = OrderedDict()
@@ -170,19 +172,30 @@ def run_sweep(
         gkey = (c.dataset, encode(dict(c.dataset_options)).__repr__())
         groups.setdefault(gkey, []).append(c)
 
-    # phase 1: load data and validate everything that will run
+    # phase 1: the identity of each dataset (generated data: from its name and options; files: loaded and
+    # hashed), the rows already stored for it, then load and validate everything that will run
+    from fedtrain.data.registry import generator_identity
+
     todo: list[tuple[FederatedData, list[RunConfig]]] = []
     for (name, _), group in groups.items():
-        pending = [c for c in group if not finished(c)]
-        if not pending:
-            continue
-        if store is not None and getattr(store, "read_only", False):  # the committed store: never trains
-            raise ValueError(store.missing_message(pending))
         if isinstance(data, FederatedData):
             d = data
         elif isinstance(data, Mapping) and name in data:
             d = data[name]
         else:
+            d = None
+        identity = d.identity() if d is not None else generator_identity(name, dict(group[0].dataset_options))
+        if identity is None:  # read from files: the identity is their content
+            d = load_config_data(group[0], data_dir)
+            identity = d.identity()
+        for c in group:
+            identity_of[c.key()] = identity
+        pending = [c for c in group if not finished(c, identity)]
+        if not pending:
+            continue
+        if store is not None and getattr(store, "read_only", False):  # the committed store: never trains
+            raise ValueError(store.missing_message(pending))
+        if d is None:
             d = load_config_data(group[0], data_dir)
         for c in pending:
             try:
@@ -191,6 +204,9 @@ def run_sweep(
                 raise ValueError(f"configuration {c.method} eps={c.eps} lam={c.lam} lr={c.lr} seed={c.seed} "
                                  f"on {c.dataset}: {exc}") from exc
         todo.append((d, sorted(pending, key=_batch_order)))
+
+    if todo and store is not None:  # before any training (a complete store needs no writing)
+        store.check_writable()
 
     # phase 2: train in batches (one runner call each) on the executor; the driver stores each batch's rows
     batches: list[Batch] = []
@@ -222,9 +238,15 @@ def run_sweep(
             for c, r in zip(chunk, results):
                 if r.config.key() != c.key():
                     raise RuntimeError(f"runner returned the result of another configuration ({r.config})")
-            for c, r in zip(chunk, results):  # the whole batch checked first: never a partial batch stored
+            for c, r in zip(chunk, results):
                 if not r.data:
                     r.data = summaries[i]
+                elif data_identity(r.data) is None:
+                    r.data = {**r.data, "identity": summaries[i]["identity"]}
+                elif identity_digest(data_identity(r.data)) != identity_digest(summaries[i]["identity"]):
+                    raise RuntimeError(f"runner returned a result trained on other data ({data_identity(r.data)}) "
+                                       f"than the sweep loaded ({summaries[i]['identity']})")
+            for c, r in zip(chunk, results):  # the whole batch checked first: never a partial batch stored
                 memory[c.key()] = store.put(r) if store is not None else r
                 stored += 1
             if bar is not None:
@@ -243,7 +265,7 @@ def run_sweep(
     for c in configs:
         row = memory.get(c.key())
         if row is None and store is not None:
-            row = store.get(c)
+            row = store.get(c, identity_of[c.key()])
         rows.append(row)
     return rows
 

@@ -92,9 +92,12 @@ def engine_vs_reference(data: FederatedData, config, seeds: int) -> tuple[np.nda
     return e, r, se
 
 
-def fake_result(config, test_metric: float, *, metric: str = "mse", num_silos: int = 2, curve=None, **fields):
+def fake_result(config, test_metric: float, *, metric: str = "mse", num_silos: int = 2, curve=None,
+                identity: dict | None = None, **fields):
     """A :class:`~fedtrain.engine.RunResult` of ``config`` with the given metric and placeholder privacy
-    numbers (no training): for tests of stores, sweeps and summaries.  ``fields`` override any field."""
+    numbers (no training): for tests of stores, sweeps and summaries.  ``fields`` override any field.
+    ``identity``: the data identity its ``data`` records (needed to put it in a store directly; a sweep
+    fills in the identity of the data it loaded)."""
     from fedtrain.engine import RunResult
 
     k = num_silos
@@ -104,7 +107,7 @@ def fake_result(config, test_metric: float, *, metric: str = "mse", num_silos: i
               delta=np.full(k, 1e-5), accountant=config.accountant, steps=np.full(k, 3, dtype=np.int64), wall_time=0.0,
               curve_rounds=None if curve is None else np.arange(1, len(curve) + 1),
               curve=None if curve is None else np.asarray(curve, dtype=float),
-              data={"name": config.dataset, "real": True})
+              data={"name": config.dataset, "real": True, **({"identity": dict(identity)} if identity else {})})
     kw.update(fields)
     return RunResult(**kw)
 

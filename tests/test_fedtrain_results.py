@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from fedtrain.config import RunConfig
+from fedtrain.data.base import identity_digest
 from fedtrain.data import load_dataset
 from fedtrain.engine import run_many
 from fedtrain.engine import RunResult
@@ -17,6 +18,9 @@ from fedtrain.sweep import expand_grid, run_sweep, summarize
 
 BASE = dict(dataset="gaussian", method="mrmtl", rounds=3, batch_size=10, lr=0.05, clip=5.0,
             dataset_options={"num_silos": 4, "n": 30})
+
+
+FAKE_DATA = {"generator": "gaussian", "options": BASE["dataset_options"]}
 
 
 def _grid():
@@ -43,8 +47,10 @@ def test_store_round_trip_is_atomic_json(tmp_path):
     assert result.data["name"] == "gaussian" and result.data["file"] is None  # generated data: no file
     assert store.put(result) is result
     assert store.has(cfg) and cfg in store and len(store) == 1
-    on_disk = json.loads((tmp_path / "res" / f"{cfg.key()}.json").read_text())
-    assert RunConfig.from_dict(on_disk["config"]) == cfg and on_disk["key"] == cfg.key()
+    (key,) = store.keys()  # the config's key and the data's: generated data are named by generator and options
+    assert key == f"{cfg.key()}-{identity_digest({'generator': 'gaussian', 'options': {'num_silos': 4, 'n': 30}})}"
+    on_disk = json.loads((tmp_path / "res" / f"{key}.json").read_text())
+    assert RunConfig.from_dict(on_disk["config"]) == cfg and on_disk["key"] == key and on_disk["config_key"] == cfg.key()
     assert on_disk["test_metric"] == pytest.approx(result.test_metric)
     assert on_disk["accountant"] == "rdp" and on_disk["eps_spent"][0] == "inf"
     back = store.get(cfg.key())
@@ -53,12 +59,12 @@ def test_store_round_trip_is_atomic_json(tmp_path):
     np.testing.assert_array_equal(back.steps, result.steps)
     assert back.data == result.data
     # no temporary files are left behind; a stray one is ignored by readers
-    assert [p.name for p in (tmp_path / "res").iterdir()] == [f"{cfg.key()}.json"]
-    (tmp_path / "res" / f".{cfg.key()}.json.tmp-x").write_text("{trunc")
+    assert [p.name for p in (tmp_path / "res").iterdir()] == [f"{key}.json"]
+    (tmp_path / "res" / f".{key}.json.tmp-x").write_text("{trunc")
     assert len(list(store.rows())) == 1 and list(store.rows(method="fedavg")) == []
     assert [r.key for r in store.rows(method="mrmtl", lam=0.0)] == [cfg.key()]
     # a row of another engine version is skipped by rows()
-    (tmp_path / "res" / "0123456789abcdef.json").write_text(json.dumps({"engine_version": 1, "config": {}}))
+    (tmp_path / "res" / "0123456789abcdef-0123456789ab.json").write_text(json.dumps({"engine_version": 1, "config": {}}))
     assert len(list(store.rows())) == 1
 
 
@@ -79,7 +85,7 @@ def test_results_of_real_data_record_the_file_and_checksum(tmp_path):
 def test_atomic_write_failure_keeps_old_row(tmp_path, monkeypatch):
     store = ResultsStore(tmp_path)
     cfg = RunConfig(**BASE)
-    store.put(fake_result(cfg, 1.0))
+    store.put(fake_result(cfg, 1.0, identity=FAKE_DATA))
     import fedtrain.results as results
 
     def boom(*a, **k):
@@ -87,9 +93,9 @@ def test_atomic_write_failure_keeps_old_row(tmp_path, monkeypatch):
 
     monkeypatch.setattr(results.os, "replace", boom)
     with pytest.raises(KeyboardInterrupt):
-        store.put(fake_result(cfg, 2.0))
+        store.put(fake_result(cfg, 2.0, identity=FAKE_DATA))
     assert store.get(cfg).test_metric == 1.0
-    assert [p.name for p in tmp_path.iterdir()] == [f"{cfg.key()}.json"]
+    assert [p.name for p in tmp_path.iterdir()] == [f"{store.keys()[0]}.json"]
 
 
 def test_unwritable_results_folder_fails_before_training(tmp_path):
@@ -128,8 +134,8 @@ def test_sweep_interrupt_and_resume(tmp_path):
     store = ResultsStore(tmp_path)
     with pytest.raises(KeyboardInterrupt):
         run_sweep(grid, store=store, data=data, runner=runner, chunk_size=1, progress=False)
-    assert sorted(store.keys()) == sorted(calls) and len(calls) == 3
-    stamps = {k: (tmp_path / f"{k}.json").stat().st_mtime_ns for k in calls}
+    assert sorted(k.split("-")[0] for k in store.keys()) == sorted(calls) and len(calls) == 3
+    stamps = {k: (tmp_path / f"{k}.json").stat().st_mtime_ns for k in store.keys()}
 
     calls2: list[str] = []
 

@@ -34,7 +34,8 @@ import pytest
 
 from fedtrain.config import ENGINE_VERSION, RunConfig
 from fedtrain.results import (DEFAULT_RESULTS_DIR, MANIFEST, REGENERATE_COMMAND, CommittedStore, ResultsStore,
-                              StaleStoreError, committed_store, compute_preset, pack_store, preset_targets)
+                              StaleStoreError, committed_store, compute_preset, pack_store, preset_targets,
+                              row_key)
 from fedtrain.sweep import run_sweep
 from fedtrain.testing import fake_result
 
@@ -80,6 +81,7 @@ def test_committed_rows_reproduce():
         assert prov["engine_version"] == ENGINE_VERSION and prov["command"] and prov["commit"]
         c = stored.config
         data = load_config_data(c)
+        assert row_key(c, data.identity()) == key  # the row is filed under the data it is recomputed on
         again = run(c, data)
         what = (f"row {key} ({c.method} on {c.dataset} {dict(c.dataset_options)}, eps={c.eps}, lam={c.lam}, lr={c.lr}, "
                 f"seed={c.seed}; computed by `{prov['command']}` at {prov['commit']}; sample seed {seed})")
@@ -124,8 +126,8 @@ def packed(tmp_path_factory):
                          command="fedtrain sweep --preset reduced (test)")
     for name, _, configs in preset_targets("reduced")[:2]:  # the others: fake rows straight into the work store
         store = ResultsStore(work / name, command="fake", commit="0" * 40)
-        for c in configs:
-            store.put(fake_result(c, 0.02, num_silos=3))
+        for c in configs:  # the reduced preset's first files: School (a file) and a stand-in
+            store.put(fake_result(c, 0.02, num_silos=3, identity={"files": {"school.mat": "0" * 64}}))
     pack_store("reduced", work=work, out=out)
     return work, out, res
 

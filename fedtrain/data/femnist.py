@@ -106,6 +106,30 @@ def find_femnist_files(only_digits: bool = False, data_dir: str | os.PathLike | 
                                f"{', '.join(tried)}. {_HOW}. The synthetic 'femnist-standin' has the same structure.")
 
 
+#: TFF's federated EMNIST images are 28x28 grey levels.
+FEMNIST_SIDE = 28
+
+
+def _check_writer(path: Path, writer: str, pixels: np.ndarray, labels: np.ndarray, num_classes: int) -> None:
+    """A writer's examples as the layout requires: pixels (n, 28, 28), n >= 1 integer labels in [0, num_classes)."""
+    where = f"{path}: writer {writer!r}"
+    if pixels.ndim != 3 or pixels.shape[1:] != (FEMNIST_SIDE, FEMNIST_SIDE):
+        raise DatasetCorruptError(f"{where} has pixels of shape {pixels.shape}; federated EMNIST's are "
+                                  f"(n, {FEMNIST_SIDE}, {FEMNIST_SIDE}). {_HOW}")
+    if labels.ndim != 1 or len(labels) != len(pixels):
+        raise DatasetCorruptError(f"{where} has {len(pixels)} images but labels of shape {labels.shape}")
+    if len(pixels) < 1:
+        raise DatasetCorruptError(f"{where} has no examples; every writer needs at least one")
+    if labels.dtype.kind not in "iu" and not np.array_equal(labels, np.round(labels)):
+        raise DatasetCorruptError(f"{where} has non-integer labels (dtype {labels.dtype})")
+    bad = (labels < 0) | (labels >= num_classes)
+    if bad.any():
+        raise DatasetCorruptError(f"{where} has label {labels[bad][0].item()!r} outside [0, {num_classes - 1}] "
+                                  f"({num_classes} classes in this file set)")
+    if not np.isfinite(pixels).all():
+        raise DatasetCorruptError(f"{where} has non-finite pixel values")
+
+
 def load_femnist_h5(*, only_digits: bool = False, data_dir: str | os.PathLike | None = None,
                     max_clients: int | None = None, nonprivate_fraction: float = 0.05, seed: int = 0) -> FederatedData:
     """Federated EMNIST from TFF's HDF5 files (module docstring); ``max_clients`` keeps the first writers (sorted ids)."""
@@ -114,25 +138,30 @@ def load_femnist_h5(*, only_digits: bool = False, data_dir: str | os.PathLike | 
     check_open_interval("nonprivate_fraction", nonprivate_fraction, 0.0, 1.0)
     seed = int(check_integer_at_least("seed", seed, 0))
     train_path, test_path = find_femnist_files(only_digits, data_dir)
+    ncls = 10 if only_digits else 62
     try:
         with h5py.File(train_path, "r") as ftr, h5py.File(test_path, "r") as fte:
             ids = sorted(ftr["examples"].keys())
             if max_clients is not None:
                 ids = ids[: int(check_integer_at_least("max_clients", max_clients, 2))]
+            if len(ids) < 2:
+                raise DatasetCorruptError(f"{train_path}: holds {len(ids)} writer(s) under examples/; federated EMNIST "
+                                          f"needs at least 2 (TFF's file has 3,400). {_HOW}")
             trx, try_, tex, tey = [], [], [], []
             for w in ids:
                 if w not in fte["examples"]:
                     raise DatasetCorruptError(f"{test_path}: writer {w!r} of {train_path} has no test examples")
-                for f, xs, ys in ((ftr, trx, try_), (fte, tex, tey)):
+                for f, path, xs, ys in ((ftr, train_path, trx, try_), (fte, test_path, tex, tey)):
                     g = f["examples"][w]
                     px = np.asarray(g["pixels"], dtype=np.float32)
+                    y = np.asarray(g["label"])
+                    _check_writer(path, w, px, y, ncls)
                     xs.append(px.reshape(len(px), -1))
-                    ys.append(np.asarray(g["label"], dtype=np.int64))
+                    ys.append(y.astype(np.int64))
     except (KeyError, OSError) as exc:
         raise DatasetCorruptError(f"cannot read federated EMNIST from {train_path} / {test_path} (expected "
                                   f"examples/<writer>/pixels and .../label): {exc}") from exc
-    side = int(round(np.sqrt(trx[0].shape[1])))
-    ncls = 10 if only_digits else 62
+    side = FEMNIST_SIDE
     nonprivate = choose_nonprivate(np.zeros(len(ids)), nonprivate_fraction, np.random.default_rng([seed, 77]))
     return FederatedData(
         name="femnist", task="multiclass", train_x=trx, train_y=try_, test_x=tex, test_y=tey, real=True,

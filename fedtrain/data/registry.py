@@ -64,7 +64,7 @@ from fedtrain.data.noniid_fashion import load_noniid_fashion
 from fedtrain.data.rotated_masked import rotated_masked_fashion
 
 __all__ = ["DATASETS", "REAL_DATASETS", "DATASET_DESCRIPTIONS", "CLIENT_DATASETS", "FILE_DATASETS",
-           "SPLIT_SEED_OPTIONS", "load_dataset", "split_seed_option"]
+           "SPLIT_SEED_OPTIONS", "load_dataset", "split_seed_option", "reads_files", "generator_identity"]
 
 #: The datasets read from files (they take ``data_dir``; a missing file names an alternative).
 REAL_DATASETS = ("school", "vehicle", "gleam", "rotated-masked-mnist", "cifar10-hetero")
@@ -170,9 +170,29 @@ def split_seed_option(name: str) -> str:
     return SPLIT_SEED_OPTIONS[name]
 
 
+def reads_files(name: str) -> bool:
+    """Whether dataset ``name`` is read from files (it takes ``data_dir``): its identity is then the content of
+    the files its loader read (:meth:`~fedtrain.data.base.FederatedData.identity`), known only once loaded."""
+    return name in REAL_DATASETS or name in FILE_DATASETS
+
+
+def generator_identity(name: str, options: dict | None = None) -> dict | None:
+    """The identity of a dataset that reads no file: its name (the generator) and its loader options, known
+    without loading it; ``None`` for a dataset read from files (:func:`reads_files`)."""
+    from fedtrain.encoding import encode
+
+    if name not in _LOADERS:
+        raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(DATASETS)}")
+    if reads_files(name):
+        return None
+    return {"generator": name, "options": encode(dict(options or {}))}
+
+
 def load_dataset(name: str, *, data_dir: str | os.PathLike | None = None, **options) -> FederatedData:
     """Load dataset ``name`` (see the module docstring); ``data_dir`` is used by the real datasets only.
 
+    Data that read no file get ``info["identity"]`` = :func:`generator_identity` (the results store's key);
+    data read from files are identified by the files' content.
     An unknown name raises ``ValueError`` listing the valid names; a missing real file raises
     :class:`~fedtrain.data.files.DatasetNotFoundError` saying where it looked, how to obtain the file and
     which stand-in to use instead.
@@ -192,6 +212,8 @@ def load_dataset(name: str, *, data_dir: str | os.PathLike | None = None, **opti
         except TypeError as exc:
             raise ValueError(f"bad option for dataset {name!r}: {exc}") from exc
     try:
-        return loader(**options)
+        data = loader(**options)
     except TypeError as exc:
         raise ValueError(f"bad option for dataset {name!r}: {exc}") from exc
+    data.info["identity"] = generator_identity(name, options)
+    return data
