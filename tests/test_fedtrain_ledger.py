@@ -157,8 +157,12 @@ def _privacy_rows(store, grid):
     out = []
     for c in grid:
         res = store.get(c)  # a RunResult
-        out.append((c.key(), res.noise_multipliers.tolist(), res.eps_spent.tolist(), res.test_metric))
+        out.append((c.key(), res.noise_multipliers.tolist(), res.eps_spent.tolist()))
     return out
+
+
+def _metrics(store, grid):
+    return [store.get(c).test_metric for c in grid]
 
 
 def test_resumed_and_uninterrupted_sweeps_store_identical_rows(data, tmp_path):
@@ -185,7 +189,10 @@ def test_resumed_and_uninterrupted_sweeps_store_identical_rows(data, tmp_path):
     _forget()
     run(cfg("mrmtl", eps=0.7, rounds=3), data)  # unrelated calibrations in between
     run_sweep(grid, store=parts, data=data, chunk_size=4, progress=False)
-    assert _privacy_rows(parts, grid) == _privacy_rows(whole, grid)
+    assert _privacy_rows(parts, grid) == _privacy_rows(whole, grid)   # the privacy columns: bit for bit
+    # The metric: a configuration trained in a chunk of another width may differ by float32 rounding (the
+    # GEMM kernel depends on the batch's width and on the CPU; seen: 6e-8 relative on an AMD EPYC).
+    assert _metrics(parts, grid) == pytest.approx(_metrics(whole, grid), rel=1e-5, abs=0)
     # and a configuration run alone equals its row in the sweep
     alone = run(grid[3], data)
     row = whole.get(grid[3])
