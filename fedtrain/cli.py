@@ -342,6 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(_COMMANDS[args.command][2](args))
     from fedtrain.data.files import DatasetCorruptError, DatasetNotFoundError
     from fedtrain.executors import SweepTaskError
+    from fedtrain.ledger import LedgerMismatchError, PrivacyGuaranteeError
     from fedtrain.sweep import run_sweep
 
     if args.command == "sweep" and (args.preset is not None or args.pack is not None or args.only is not None):
@@ -377,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          chunk_size=getattr(args, "chunk_size", 32), executor=executor, executor_options=options)
     except (ValueError, ImportError, DatasetNotFoundError, DatasetCorruptError) as exc:
         parser.exit(2, f"fedtrain: error: {exc}\n")
-    except SweepTaskError as exc:
+    except (SweepTaskError, LedgerMismatchError, PrivacyGuaranteeError) as exc:
         parser.exit(1, f"fedtrain: error: {exc}\n")
     except KeyboardInterrupt:
         if store is not None:

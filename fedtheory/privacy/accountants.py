@@ -117,13 +117,6 @@ class Accountant:
             memo[key] = float(self._epsilon(event, delta))
         return memo[key]
 
-    def remember(self, event: DpEvent, delta: float, eps: float) -> None:
-        """Record ``eps`` as this accountant's ε of ``event`` at ``delta`` in the in-process memo (the value a
-        cache holds that :meth:`epsilon` computed earlier, e.g. :func:`fedtheory.privacy.calibration.calibrate`'s
-        disk cache; the memo is a pure cache, so only a value :meth:`epsilon` returned may be given)."""
-        key = (event_key(simplify(event)), float(delta))
-        _MEMO.setdefault(self.name, {})[key] = float(eps)
-
     def eps_function(self, event_of_noise: Callable[[float], DpEvent], delta: float) -> Callable[[float], float]:
         """``z ↦`` an upper bound on ε of ``event_of_noise(z)`` that may be cheaper than :meth:`epsilon`
         (rdp: a sliding window of orders; never below the full-grid ε).  A fresh state per call."""
