@@ -186,10 +186,10 @@ def _read(path: Path, key: dict) -> tuple[float | None, str | None]:
     """``(z, None)`` from a cache file whose key matches, else ``(None, why)`` (``why`` None: no file)."""
     try:
         obj = json.loads(path.read_text())
-    except FileNotFoundError:
-        return None, None
-    except (OSError, ValueError) as exc:
-        return None, f"unreadable or corrupt ({type(exc).__name__})"
+    except OSError:
+        return None, None  # missing or unreadable: calibrate (and the write reports a folder it cannot use)
+    except ValueError as exc:
+        return None, f"corrupt ({type(exc).__name__})"
     if not isinstance(obj, dict) or obj.get("key") != key:
         return None, "its key does not match its file name"
     z = obj.get("noise_multiplier")
