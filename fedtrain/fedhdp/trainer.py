@@ -33,8 +33,8 @@ from torch.func import grad, vmap
 
 from fedtrain import ledger as silo_ledger
 from fedtrain.data.base import FederatedData
-from fedtrain.fedhdp.accounting import (CLIENT_ADJACENCY, UNACCOUNTED, effective_noise_multiplier,
-                                        update_noise_multiplier)
+from fedtrain.fedhdp.accounting import (CLIENT_ADJACENCY, UNACCOUNTED, check_group_delta,
+                                        effective_noise_multiplier, update_noise_multiplier)
 from fedtrain.fedhdp.config import METHOD_LABELS, FedHDPConfig
 
 #: Default bound on clients × parameters per vectorized local-training call (see :func:`train`'s ``client_chunk``;
@@ -305,8 +305,8 @@ def train(config: FedHDPConfig, data: FederatedData | None = None, *, keep_model
     benchmark's reference).  The random draws come in the same order either way, so the numbers do not
     change.
 
-    Every check (groups, noise settings, dataset fit) happens before the first round; ValueErrors name
-    the argument.  Seeded: the same config and data give the same numbers on the same machine.
+    Every check (groups, δ < N_g^{-1.1} per private group, noise settings, dataset fit) happens before the
+    first round; ValueErrors name the argument.  Seeded: the same config and data give the same numbers on the same machine.
     """
     from fedtrain.data.registry import load_dataset
 
@@ -319,6 +319,9 @@ def train(config: FedHDPConfig, data: FederatedData | None = None, *, keep_model
     if config.model == "linear" and data.task != "regression":
         raise ValueError("model='linear' is the theory's linear regression: it needs a regression dataset")
     groups = privacy_groups(config, data)
+    for g in groups:  # δ < N_g^{-1.1} for every private group (ValueError naming delta and the bound)
+        if g.private:
+            check_group_delta(config.delta, g.clients.size, g.name)
     n_clients = data.num_silos
     q = float(config.sample_rate)
     adaptive = config.clip_lr > 0
