@@ -252,7 +252,9 @@ def calibrate(event_of_noise: Callable[[float], DpEvent], target_eps: float, del
     bracketing search and Brent's method on log z with a one-sided stop (never a fit): the same inputs
     give the same bits whatever ran before.  ``target_eps=inf`` → 0 (no noise); an event that does not
     depend on z → 0 if its ε fits the target.  ``cache=True`` reads and writes the on-disk cache
-    (module docstring).  Raises ``ValueError`` for invalid arguments and unattainable targets.
+    (module docstring).  Raises ``ValueError`` for invalid arguments, unattainable targets and targets
+    above the accountant's :attr:`~fedtheory.privacy.accountants.Accountant.max_epsilon` (``pld``: 100,
+    ``prv``: 50, ``rdp``: none; the message names the range).
     Adjacency: add/remove-one record (that of the events).
     """
     if not callable(event_of_noise):
@@ -262,9 +264,11 @@ def calibrate(event_of_noise: Callable[[float], DpEvent], target_eps: float, del
     rtol = float(check_positive("rtol", rtol))
     if rtol > 1e-3:
         raise ValueError(f"rtol must be <= 1e-3 so that the certified eps stays >= 0.99*target (got {rtol!r})")
-    get_accountant(accountant)
+    acc = get_accountant(accountant)
     if math.isinf(target):
         return 0.0
+    if target > acc.max_epsilon:
+        raise ValueError(f"target_eps={target!r} is outside the supported range: {acc.range_note()}")
     key = _key(event_of_noise, target, delta, accountant, rtol)
     memo_key = json.dumps(key, sort_keys=True)
     if memo_key in _MEMO:

@@ -34,7 +34,7 @@ from torch.func import grad, vmap
 from fedtrain import ledger as silo_ledger
 from fedtrain.data.base import FederatedData
 from fedtrain.fedhdp.accounting import (CLIENT_ADJACENCY, UNACCOUNTED, check_group_delta,
-                                        effective_noise_multiplier, update_noise_multiplier)
+                                        effective_noise_multiplier, group_epsilon, update_noise_multiplier)
 from fedtrain.fedhdp.config import METHOD_LABELS, FedHDPConfig
 
 #: Default bound on clients × parameters per vectorized local-training call (see :func:`train`'s ``client_chunk``;
@@ -338,6 +338,8 @@ def train(config: FedHDPConfig, data: FederatedData | None = None, *, keep_model
         raise ValueError("noise_multiplier must be > 0 for a method with a private group (got 0); use method "
                          "'nonprivate' for the non-private baseline")
     z_update = update_noise_multiplier(z_eff, z_b) if (z_b is not None and z_eff > 0) else z_eff
+    if any_private:  # the planned ε, before training: an accountant's range error (ValueError) costs no rounds
+        group_epsilon(z_eff, q, config.rounds, config.delta, config.accountant)
 
     torch.manual_seed(0)  # nothing below uses the global generator; fixed for safety
     gen = torch.Generator().manual_seed(int(config.seed))
