@@ -121,7 +121,7 @@ class Accountant:
         return (f"the {self.name} accountant ({self.description}) supports target eps in (0, {self.max_epsilon:g}] "
                 f"and events whose RDP eps is at most {2 * self.max_epsilon:g}; use accountant='rdp' for larger eps")
 
-    def _in_range(self, event: DpEvent, delta: float) -> float | None:
+    def _out_of_range(self, event: DpEvent, delta: float) -> float | None:
         """The event's RDP ε when it exceeds ``2 × max_epsilon`` (out of range), else ``None``."""
         if math.isinf(self.max_epsilon):
             return None
@@ -142,7 +142,7 @@ class Accountant:
         key = (event_key(event), delta)
         memo = _MEMO.setdefault(self.name, {})
         if key not in memo:
-            rdp_eps = self._in_range(event, delta)
+            rdp_eps = self._out_of_range(event, delta)
             if rdp_eps is not None:
                 raise ValueError(f"eps of this event is out of range for the {self.name} accountant: its RDP eps is "
                                  f"{rdp_eps:.4g} > {2 * self.max_epsilon:g}; {self.range_note()}")
@@ -159,7 +159,7 @@ class Accountant:
 
         def eps(z: float) -> float:
             event = simplify(event_of_noise(z))
-            if self._in_range(event, delta) is not None:
+            if self._out_of_range(event, delta) is not None:
                 return math.inf  # beyond the supported range: an upper bound that the search treats as "> target"
             return self.epsilon(event, delta)
 
