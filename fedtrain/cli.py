@@ -420,6 +420,7 @@ def _preset(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Seq
     names = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
     command = "fedtrain " + " ".join(shlex.quote(a) for a in argv)
     from fedtrain.executors import SweepTaskError
+    from fedtrain.ledger import LedgerMismatchError, PrivacyGuaranteeError
 
     options = {k: v for k, v in (("address", args.address), ("num_cpus", args.num_cpus)) if v is not None}
     if options and args.executor != "ray":
@@ -432,7 +433,7 @@ def _preset(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Seq
                              dry_run=args.dry_run, executor=args.executor, executor_options=options or None)
     except (ValueError, ImportError) as exc:
         parser.exit(2, f"fedtrain: error: {exc}\n")
-    except SweepTaskError as exc:
+    except (SweepTaskError, LedgerMismatchError, PrivacyGuaranteeError) as exc:
         parser.exit(1, f"fedtrain: error: {exc}\n")
     except KeyboardInterrupt:
         print(f"fedtrain: interrupted; finished runs are saved in {args.results or WORK_DIR}; run the same command "
