@@ -306,7 +306,8 @@ def _prv_epsilon(event: DpEvent, delta: float) -> float:
             raise ValueError(f"the prv accountant (Opacus PRV) failed on this event ({type(exc).__name__}: {exc}); "
                              f"{_REGISTRY['prv'].range_note()}") from exc
     if math.isnan(eps):
-        raise ValueError(f"the prv accountant (Opacus PRV) returned nan for this event; {_REGISTRY['prv'].range_note()}")
+        raise ValueError("the prv accountant (Opacus PRV) returned nan for this event; "
+                         f"{_REGISTRY['prv'].range_note()}")
     return eps
 
 

@@ -305,8 +305,9 @@ def train(config: FedHDPConfig, data: FederatedData | None = None, *, keep_model
     benchmark's reference).  The random draws come in the same order either way, so the numbers do not
     change.
 
-    Every check (groups, δ < N_g^{-1.1} per private group, noise settings, dataset fit) happens before the
-    first round; ValueErrors name the argument.  Seeded: the same config and data give the same numbers on the same machine.
+    Every check (groups, δ < N_g^{-1.1} per private group, noise settings, the planned ε within the
+    accountant's range, dataset fit) happens before the first round; ValueErrors name the argument.
+    Seeded: the same config and data give the same numbers on the same machine.
     """
     from fedtrain.data.registry import load_dataset
 
