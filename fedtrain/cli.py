@@ -348,6 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(_COMMANDS[args.command][2](args))
     from fedtrain.data.files import DatasetCorruptError, DatasetNotFoundError
     from fedtrain.executors import SweepTaskError
+    from fedtrain.ledger import LedgerMismatchError, PrivacyGuaranteeError
     from fedtrain.sweep import run_sweep
 
     if args.command == "sweep" and (args.preset is not None or args.pack is not None or args.only is not None):
@@ -385,7 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          chunk_size=getattr(args, "chunk_size", 32), executor=executor, executor_options=options)
     except (ValueError, ImportError, DatasetNotFoundError, DatasetCorruptError) as exc:
         parser.exit(2, f"fedtrain: error: {exc}\n")
-    except SweepTaskError as exc:
+    except (SweepTaskError, LedgerMismatchError, PrivacyGuaranteeError) as exc:
         parser.exit(1, f"fedtrain: error: {exc}\n")
     except OSError as exc:  # the file system refused something outside the store (which names its own files)
         parser.exit(1, f"fedtrain: error: {exc}\n")
@@ -430,6 +431,7 @@ def _preset(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Seq
     names = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
     command = "fedtrain " + " ".join(shlex.quote(a) for a in argv)
     from fedtrain.executors import SweepTaskError
+    from fedtrain.ledger import LedgerMismatchError, PrivacyGuaranteeError
 
     options = {k: v for k, v in (("address", args.address), ("num_cpus", args.num_cpus),
                                  ("connect_timeout", args.connect_timeout)) if v is not None}
@@ -443,7 +445,7 @@ def _preset(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Seq
                              dry_run=args.dry_run, executor=args.executor, executor_options=options or None)
     except (ValueError, ImportError) as exc:
         parser.exit(2, f"fedtrain: error: {exc}\n")
-    except SweepTaskError as exc:
+    except (SweepTaskError, LedgerMismatchError, PrivacyGuaranteeError) as exc:
         parser.exit(1, f"fedtrain: error: {exc}\n")
     except KeyboardInterrupt:
         print(f"fedtrain: interrupted; finished runs are saved in {args.results or WORK_DIR}; run the same command "

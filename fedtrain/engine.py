@@ -6,7 +6,10 @@ multiplier calibrated for its own (ε_k, δ_k), number of steps and Poisson samp
 the server does is post-processing.  Accounting (:mod:`fedtrain.ledger`): each method declares its
 privacy plan, the trainer appends every local pass (and IFCA's selections) to a per-silo ledger as
 it runs, a run whose ledger differs from its plan stops with ``LedgerMismatchError``, and
-``eps_spent`` is computed from the ledger.
+``eps_spent`` is computed from the ledger by the accountant (never read from the calibration cache).  A
+private silo whose noise multiplier is 0 or not finite stops the run before training, and one whose
+ledger ε exceeds its target stops it before a result is returned (``PrivacyGuaranteeError``): such a
+run returns, and a sweep stores, nothing.
 
 Vectorization: the parameters of all K silos — and of S configurations of a sweep (e.g. every
 λ × learning rate of one method) — are one tensor ``(S, K, D)`` (``D`` = the model's flat parameter
@@ -388,6 +391,8 @@ def _run_group(configs: list[RunConfig], data: FederatedData, progress: bool, ke
     method = get_method(trainer.cfg.method)(trainer)
     trainer.ledger.plan = method.privacy_plan()
     z = np.stack([method.noise_multipliers(i) for i in range(trainer.S)])
+    for i, c in enumerate(configs):  # PrivacyGuaranteeError: a private silo without noise never trains
+        ledger.check_noise_multipliers(z[i], trainer.eps[i], trainer.ledger.plan, c.accountant)
     trainer.set_noise(z)
     method.setup()
     rounds = trainer.cfg.rounds
@@ -413,10 +418,12 @@ def _run_group(configs: list[RunConfig], data: FederatedData, progress: bool, ke
     wall = (time.perf_counter() - t0) / trainer.S
     results = []
     for i, c in enumerate(configs):
+        spent = method.spent_epsilons(i)
+        ledger.check_spent(spent, trainer.eps[i], c.accountant)  # PrivacyGuaranteeError: no result is returned
         results.append(RunResult(
             config=c, metric=trainer.loss.metric_name, test_metric=float(weighted[i]),
             silo_metrics=silo[i].astype(float), test_sizes=trainer.nt.copy(),
-            noise_multipliers=trainer.noise_multipliers[i].copy(), eps_spent=method.spent_epsilons(i),
+            noise_multipliers=trainer.noise_multipliers[i].copy(), eps_spent=spent,
             delta=trainer.delta[i].copy(), accountant=c.accountant, steps=trainer.ledger.dpsgd_steps.copy(),
             wall_time=wall,
             curve_rounds=np.array(curve_rounds, dtype=np.int64) if curve_rounds else None,

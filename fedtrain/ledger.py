@@ -37,7 +37,8 @@ from fedtheory.privacy.calibration import calibrate
 from fedtheory.privacy.events import DpEvent, compose, dpsgd_event, selection_event
 
 __all__ = [
-    "ADJACENCY", "PrivacyPlan", "SiloLedger", "LedgerMismatchError",
+    "ADJACENCY", "PrivacyPlan", "SiloLedger", "LedgerMismatchError", "PrivacyGuaranteeError",
+    "check_noise_multipliers", "check_spent",
     "sample_rates", "steps_per_epoch", "expected_batch_sizes", "silo_event",
     "noise_multipliers", "spent_epsilons", "selection_epsilon",
 ]
@@ -48,6 +49,11 @@ ADJACENCY = "add/remove-one record of a silo's training set (silo-specific sampl
 
 class LedgerMismatchError(RuntimeError):
     """The steps or selections a run executed differ from those its noise was calibrated for."""
+
+
+class PrivacyGuaranteeError(RuntimeError):
+    """A run cannot certify its target ε: a private silo's noise multiplier is 0 or not finite, or the ε that
+    the accountant computes from the run's ledger exceeds the silo's target.  The run returns no result."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -213,6 +219,33 @@ def selection_epsilon(selections: int, selection_eps: float, delta: float, accou
     if not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1) (got {delta!r})")
     return float(get_accountant(accountant).epsilon(selection_event(float(selection_eps), int(selections)), delta))
+
+
+def check_noise_multipliers(z, eps, plan: PrivacyPlan, accountant: str) -> None:
+    """Raise :class:`PrivacyGuaranteeError` unless every private silo (finite ``eps_k``) that runs DP-SGD steps
+    has a finite noise multiplier ``z_k > 0`` (checked before training: zero noise releases the data)."""
+    k = plan.dpsgd_steps.size
+    z, eps = _per_silo("z", z, k), _per_silo("eps", eps, k)
+    bad = np.flatnonzero(np.isfinite(eps) & (plan.dpsgd_steps > 0) & ~(np.isfinite(z) & (z > 0)))
+    if bad.size:
+        i = int(bad[0])
+        raise PrivacyGuaranteeError(
+            f"privacy: silo {i} has target eps={eps[i]:g} but noise_multiplier={z[i]!r} (must be finite and > 0; "
+            f"{bad.size} silo(s) affected, {accountant} accountant, {ADJACENCY}); stopping before training, "
+            "nothing is stored")
+
+
+def check_spent(spent, eps, accountant: str) -> None:
+    """Raise :class:`PrivacyGuaranteeError` if a private silo's ε spent (computed by ``accountant`` from the
+    ledger) exceeds its target ``eps_k``, or is not a number (checked before a result is returned or stored)."""
+    spent, eps = np.asarray(spent, dtype=float), np.asarray(eps, dtype=float)
+    bad = np.flatnonzero(np.isfinite(eps) & ~(spent <= eps))
+    if bad.size:
+        i = int(bad[0])
+        raise PrivacyGuaranteeError(
+            f"privacy: silo {i} spent eps={spent[i]!r} according to its ledger ({accountant} accountant, "
+            f"{ADJACENCY}), above its target eps={eps[i]!r} ({bad.size} silo(s) affected); the run is discarded, "
+            "nothing is stored")
 
 
 def spent_epsilons(ledger: SiloLedger, z, delta, q, accountant: str, selection_eps=0.0) -> np.ndarray:

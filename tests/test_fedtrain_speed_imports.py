@@ -2,8 +2,9 @@
 
 A run with a warm calibration cache must not import sympy, matplotlib, opacus, ray, the ``dp_accounting``
 package (its ``__init__`` pulls its PLD/RDP accountants and scipy.stats/signal; the run uses only its
-event classes, :func:`fedtheory.privacy.events._dp_event_module`), scipy.optimize (the calibration search)
-or scipy.special (the RDP accountant: ε spent comes from the cache, bit-identical).  Checked in a fresh
+event classes, :func:`fedtheory.privacy.events._dp_event_module`) or scipy.optimize (the calibration search).
+It does import scipy.special: the RDP accountant verifies every cached noise multiplier and computes ε
+spent from the ledger (a cache is a hint, never a fact), one evaluation per distinct silo.  Checked in a fresh
 interpreter, since the test process has imported everything.  Times are measured in
 benchmarks/bench_single_run.py, not here.
 """
@@ -17,7 +18,7 @@ import sys
 import pytest
 
 HEAVY = ("sympy", "matplotlib", "opacus", "ray", "dp_accounting", "dp_accounting.pld", "scipy.stats",
-         "scipy.optimize", "scipy.special")
+         "scipy.optimize")
 
 CODE = """
 import contextlib, io, json, sys
@@ -43,6 +44,7 @@ def _run(cache):
 def runs(tmp_path_factory):
     cache = tmp_path_factory.mktemp("calibration-cache")
     cold = _run(cache)  # calibrates and fills the cache
+    cold["cached"] = len(list(cache.glob("*.json")))
     warm = _run(cache)
     return cold, warm
 
@@ -54,9 +56,9 @@ def test_a_warm_run_imports_no_heavy_module(runs):
 
 
 def test_a_warm_run_reports_the_same_numbers(runs):
-    """ε spent read back through the cache equals the computed one bit for bit; so does the metric."""
+    """A warm run (cached noise multipliers, verified) reports the cold run's numbers bit for bit."""
     cold, warm = runs
-    assert cold["heavy"] and "sympy" not in cold["heavy"]  # the cold run did calibrate (scipy), never sympy
+    assert cold["cached"] > 0 and "sympy" not in cold["heavy"]  # the cold run did calibrate, never with sympy
     assert warm["eps_spent"] == cold["eps_spent"] and warm["mean"] == cold["mean"]
 
 

@@ -23,19 +23,29 @@ def plot_epsilon_vs_noise_and_steps(sample_rate: float = 0.01, steps: int = 1000
     """Two stacked panels: ε against the noise multiplier at ``steps`` (top), and ε against steps at
     ``noise_multiplier`` (bottom); one legend; sized for a ~7 in text column.
 
-    Poisson sampling at ``sample_rate``, add/remove-one adjacency, all accountants' guaranteed upper bounds.
+    Poisson sampling at ``sample_rate``, add/remove-one adjacency, all accountants' guaranteed upper bounds;
+    points beyond an accountant's supported range (:attr:`~fedtheory.privacy.accountants.Accountant.max_epsilon`)
+    are left out and its legend entry says so.
     """
     import matplotlib.pyplot as plt
 
     sigmas = np.geomspace(0.5, 4.0, n_points)
     step_grid = np.unique(np.geomspace(1, max(steps, 10), n_points).round().astype(int))
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7, 8), constrained_layout=True)
+    def eps(z, t, acc):  # nan where the accountant refuses (beyond its supported range; accountants module)
+        try:
+            return epsilon(z, delta, sample_rate, int(t), acc)
+        except ValueError:
+            return float("nan")
+
     for acc in accountants:
         color, marker, label = _STYLE[acc]
-        ax1.plot(sigmas, [epsilon(s, delta, sample_rate, steps, acc) for s in sigmas], marker=marker,
-                 color=color, label=label)
-        ax2.plot(step_grid, [epsilon(noise_multiplier, delta, sample_rate, int(t), acc) for t in step_grid],
-                 marker=marker, color=color, label=label)
+        top = [eps(s, steps, acc) for s in sigmas]
+        bottom = [eps(noise_multiplier, t, acc) for t in step_grid]
+        if np.isnan(top).any() or np.isnan(bottom).any():
+            label += " (not shown beyond its range)"
+        ax1.plot(sigmas, top, marker=marker, color=color, label=label)
+        ax2.plot(step_grid, bottom, marker=marker, color=color, label=label)
     ax1.set(xscale="log", yscale="log", xlabel="noise multiplier σ (noise std / clipping norm)",
             ylabel=f"ε at δ = {delta:g}")
     ax1.set_title(f"T = {steps} steps, q = {sample_rate:g}", fontsize=10)

@@ -14,6 +14,16 @@ Each takes a ``dp_accounting`` ``DpEvent`` (:mod:`fedtheory.privacy.events`) and
 * ``"prv"`` — Opacus 1.6 PRV accountant (Gopi et al. 2021), its reported *upper* bound
   (``eps_error = 0.01``): tight up to that additive error.
 
+**Supported range** (:attr:`Accountant.max_epsilon`).  ``rdp`` accounts any ε (closed-form curves).  The
+tight accountants' cost grows with the privacy loss they represent: PLD's discretised privacy-loss
+distribution and PRV's domain both widen as the noise shrinks, so above ε ≈ 100 one PLD evaluation takes
+seconds and a calibration minutes, and Opacus' PRV loses precision (it returns ∞) or fails.  Hence:
+``pld`` calibrates targets ε ≤ 100 and ``prv`` targets ε ≤ 50 (:func:`fedtheory.privacy.calibration.calibrate`
+refuses larger ones with a ``ValueError`` naming the range); :meth:`Accountant.epsilon` first computes
+the event's RDP ε (cheap, an upper bound, within ~10 % of the tight value in this range) and refuses an
+event whose RDP ε exceeds ``2 × max_epsilon`` (``ValueError`` naming the range), so every evaluation
+takes bounded time (seconds).  Use ``rdp`` for larger ε.
+
 Degenerate events are simplified first, identically for every accountant: infinite noise, zero
 steps or a zero sampling rate release nothing about the data (ε = 0 exactly); zero noise releases
 the data (ε = ∞).
@@ -98,8 +108,28 @@ class Accountant:
     description: str
     _epsilon: Callable[[DpEvent, float], float]
     _eps_function: Callable | None = None
+    #: Largest target ε this accountant calibrates (module docstring, "Supported range"); events whose RDP ε
+    #: exceeds twice this are refused by :meth:`epsilon`.
+    max_epsilon: float = math.inf
 
     adjacency = "add/remove-one record"
+
+    def range_note(self) -> str:
+        """The supported range in words (for error messages)."""
+        if math.isinf(self.max_epsilon):
+            return f"the {self.name} accountant ({self.description}) supports any eps"
+        return (f"the {self.name} accountant ({self.description}) supports target eps in (0, {self.max_epsilon:g}] "
+                f"and events whose RDP eps is at most {2 * self.max_epsilon:g}; use accountant='rdp' for larger eps")
+
+    def _out_of_range(self, event: DpEvent, delta: float) -> float | None:
+        """The event's RDP ε when it exceeds ``2 × max_epsilon`` (out of range), else ``None``."""
+        if math.isinf(self.max_epsilon):
+            return None
+        try:
+            bound = _rdp_epsilon(event, delta)
+        except ValueError:  # an event RDP cannot account: no cheap pre-check
+            return None
+        return bound if bound > 2 * self.max_epsilon else None
 
     def epsilon(self, event: DpEvent, delta: float) -> float:
         """Guaranteed upper bound on ε of ``event`` at ``delta`` (add/remove-one adjacency)."""
@@ -112,24 +142,28 @@ class Accountant:
         key = (event_key(event), delta)
         memo = _MEMO.setdefault(self.name, {})
         if key not in memo:
+            rdp_eps = self._out_of_range(event, delta)
+            if rdp_eps is not None:
+                raise ValueError(f"eps of this event is out of range for the {self.name} accountant: its RDP eps is "
+                                 f"{rdp_eps:.4g} > {2 * self.max_epsilon:g}; {self.range_note()}")
             if len(memo) > 200_000:
                 memo.clear()
             memo[key] = float(self._epsilon(event, delta))
         return memo[key]
-
-    def remember(self, event: DpEvent, delta: float, eps: float) -> None:
-        """Record ``eps`` as this accountant's ε of ``event`` at ``delta`` in the in-process memo (the value a
-        cache holds that :meth:`epsilon` computed earlier, e.g. :func:`fedtheory.privacy.calibration.calibrate`'s
-        disk cache; the memo is a pure cache, so only a value :meth:`epsilon` returned may be given)."""
-        key = (event_key(simplify(event)), float(delta))
-        _MEMO.setdefault(self.name, {})[key] = float(eps)
 
     def eps_function(self, event_of_noise: Callable[[float], DpEvent], delta: float) -> Callable[[float], float]:
         """``z ↦`` an upper bound on ε of ``event_of_noise(z)`` that may be cheaper than :meth:`epsilon`
         (rdp: a sliding window of orders; never below the full-grid ε).  A fresh state per call."""
         if self._eps_function is not None:
             return self._eps_function(self, event_of_noise, delta)
-        return lambda z: self.epsilon(event_of_noise(z), delta)
+
+        def eps(z: float) -> float:
+            event = simplify(event_of_noise(z))
+            if self._out_of_range(event, delta) is not None:
+                return math.inf  # beyond the supported range: an upper bound that the search treats as "> target"
+            return self.epsilon(event, delta)
+
+        return eps
 
 
 _MEMO: dict[str, dict] = {}
@@ -265,15 +299,25 @@ def _prv_epsilon(event: DpEvent, delta: float) -> float:
     # sizing (an RDP bound) may warn that its optimal order is the largest: both harmless, silenced
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
-        warnings.filterwarnings("ignore", message="Optimal order is the largest alpha", category=UserWarning)
-        return float(acc.get_epsilon(delta, eps_error=0.01))
+        warnings.filterwarnings("ignore", message="Optimal order is the (largest|smallest) alpha", category=UserWarning)
+        try:
+            eps = float(acc.get_epsilon(delta, eps_error=0.01))
+        except (ArithmeticError, ValueError, IndexError, MemoryError, RuntimeError) as exc:
+            raise ValueError(f"the prv accountant (Opacus PRV) failed on this event ({type(exc).__name__}: {exc}); "
+                             f"{_REGISTRY['prv'].range_note()}") from exc
+    if math.isnan(eps):
+        raise ValueError("the prv accountant (Opacus PRV) returned nan for this event; "
+                         f"{_REGISTRY['prv'].range_note()}")
+    return eps
 
 
 _REGISTRY: dict[str, Accountant] = {
     "rdp": Accountant("rdp", "RDP of the subsampled Gaussian over DEFAULT_ORDERS, Lemma A.2 conversion",
                       _rdp_epsilon, _rdp_window),
-    "pld": Accountant("pld", "dp_accounting PLD accountant (pessimistic, discretisation 1e-3)", _pld_epsilon),
-    "prv": Accountant("prv", "Opacus PRV accountant, upper bound with eps_error=0.01", _prv_epsilon),
+    "pld": Accountant("pld", "dp_accounting PLD accountant (pessimistic, discretisation 1e-3)", _pld_epsilon,
+                      max_epsilon=100.0),
+    "prv": Accountant("prv", "Opacus PRV accountant, upper bound with eps_error=0.01", _prv_epsilon,
+                      max_epsilon=50.0),
 }
 assert tuple(_REGISTRY) == ACCOUNTANTS
 

@@ -14,17 +14,23 @@ process, after other calibrations, inside a sweep or alone.  Results are memoise
 
 **On-disk cache** (``cache=True``; fedtrain's runs use it).  One JSON file per calibration in
 ``$FEDBOOK_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/fedbook/calibration``, else
-``~/.cache/fedbook/calibration``; ``FEDBOOK_CACHE_DIR=off`` disables it.  The key is the accountant,
-target, δ, ``rtol``, the library versions that compute ε and the events at two probe noise values
-(z = 1 and z = 3), which pin down the map z ↦ event for every caller here (noise parameters
-proportional to z, or a fixed family of curves).  Files are written to a temporary name and renamed
-(atomic: concurrent writers of one key write the same bits, the last rename wins); an unreadable,
-corrupt or mismatched file is ignored and rewritten.  A cached value is the float the search
-returned (JSON keeps float64 exactly), so cached and uncached runs are bit-identical.  The file also
-holds the accountant's certified ε of the event at that z, which is put back into the accountant's
-in-process memo on reading (:meth:`~fedtheory.privacy.accountants.Accountant.remember`): a run whose
-ledger matches its plan then reports its ε spent without evaluating the accountant (nor importing
-scipy), bit-identical to computing it.
+``~/.cache/fedbook/calibration``; ``FEDBOOK_CACHE_DIR=off`` disables it.  The key holds every input
+of the calibration: the accountant (its name, its settings — :attr:`Accountant.description
+<fedtheory.privacy.accountants.Accountant.description>` — and the versions of the code that computes
+its ε), the target ε, δ, ``rtol`` and the events at two probe noise values (z = 1 and z = 3), which
+pin down the map z ↦ event for every caller here (noise parameters proportional to z, or a fixed
+family of curves).  Files are written to a temporary name and renamed (atomic: concurrent writers of
+one key write the same bits, the last rename wins).  A cached value is the float the search returned
+(JSON keeps float64 exactly), so cached and uncached runs are bit-identical.
+
+**A cached z is a hint, never a fact.**  The file is outside the code's control (anyone who can write
+the folder can edit it), so on reading, the accountant recomputes ε of the event at the cached z
+(one evaluation, far cheaper than the search) and the entry is used only if z is finite, > 0 (or 0
+for an event that does not depend on the noise) and its ε is ≤ the target.  Otherwise — and for an
+unreadable, corrupt or mismatched file — the entry is discarded with one warning line, the search
+runs and the file is rewritten.  Nothing else is read from the file: the ε a result reports is
+computed by the accountant from what ran (:func:`fedtrain.ledger.spent_epsilons`), never taken from
+the cache.  A folder that cannot be written gives one warning per process, not one per calibration.
 """
 from __future__ import annotations
 
@@ -163,7 +169,10 @@ def _versions(accountant: str) -> dict:
 
 
 def _key(event_of_noise, target, delta, accountant, rtol) -> dict:
-    return {"versions": _versions(accountant), "accountant": accountant, "target_eps": repr(target),
+    """Every input of the calibration (module docstring): the accountant's identity, target, δ, rtol, the event."""
+    acc = get_accountant(accountant)
+    return {"versions": _versions(accountant), "accountant": accountant,
+            "accountant_settings": acc.description, "target_eps": repr(target),
             "delta": repr(delta), "rtol": repr(rtol),
             "event_at_z1": event_key(event_of_noise(1.0)), "event_at_z3": event_key(event_of_noise(3.0))}
 
@@ -173,26 +182,47 @@ def _path(folder: Path, key: dict) -> Path:
     return folder / f"{digest[:40]}.json"
 
 
-def _read(path: Path, key: dict) -> tuple[float | None, float | None]:
-    """``(z, eps at z)`` from a cache file (``eps`` None when the file has none), or ``(None, None)``."""
+def _read(path: Path, key: dict) -> tuple[float | None, str | None]:
+    """``(z, None)`` from a cache file whose key matches, else ``(None, why)`` (``why`` None: no file)."""
     try:
         obj = json.loads(path.read_text())
-        z = obj["noise_multiplier"]
-        if obj["key"] != key or not isinstance(z, float) or not (z >= 0 and math.isfinite(z)):
-            return None, None
-        eps = obj.get("epsilon")
-        return z, eps if isinstance(eps, float) and math.isfinite(eps) and eps >= 0 else None
-    except (OSError, ValueError, KeyError, TypeError):
-        return None, None  # missing, unreadable or corrupt: recompute and rewrite
+    except OSError:
+        return None, None  # missing or unreadable: calibrate (and the write reports a folder it cannot use)
+    except ValueError as exc:
+        return None, f"corrupt ({type(exc).__name__})"
+    if not isinstance(obj, dict) or obj.get("key") != key:
+        return None, "its key does not match its file name"
+    z = obj.get("noise_multiplier")
+    if not isinstance(z, float):
+        return None, f"noise_multiplier is not a float ({z!r})"
+    return z, None
 
 
-def _write(path: Path, key: dict, z: float, eps: float | None = None) -> None:
+def _verify(z: float, event_of_noise, target: float, delta: float, accountant: str) -> str | None:
+    """``None`` if the cached ``z`` meets the target (the accountant recomputes ε at z), else the reason."""
+    if not math.isfinite(z) or z < 0:
+        return f"noise_multiplier={z!r} is not finite and >= 0"
+    try:
+        if z == 0 and event_of_noise(1.0) != event_of_noise(3.0):
+            return f"noise_multiplier=0 gives eps=inf > target {target!r}"
+        eps = get_accountant(accountant).epsilon(event_of_noise(z), delta)
+    except (ValueError, ArithmeticError) as exc:
+        return f"noise_multiplier={z!r} cannot be accounted ({exc})"
+    if not eps <= target:
+        return f"noise_multiplier={z!r} gives eps={eps!r} > target {target!r} ({accountant} accountant)"
+    return None
+
+
+_WARNED_FOLDERS: set = set()  # (kind, folder) pairs already warned about in this process
+
+
+def _write(path: Path, key: dict, z: float) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(fd, "w") as fh:
-                json.dump({"key": key, "noise_multiplier": z, "epsilon": eps}, fh, sort_keys=True)
+                json.dump({"key": key, "noise_multiplier": z}, fh, sort_keys=True)
             os.replace(tmp, path)
         except BaseException:
             try:
@@ -201,6 +231,10 @@ def _write(path: Path, key: dict, z: float, eps: float | None = None) -> None:
                 pass
             raise
     except OSError as exc:
+        folder = ("unwritable", str(path.parent))
+        if folder in _WARNED_FOLDERS:  # one warning per folder and process, not one per calibration
+            return
+        _WARNED_FOLDERS.add(folder)
         warnings.warn(f"calibration cache: could not write {path} ({exc}); continuing without caching "
                       "(set FEDBOOK_CACHE_DIR to a writable folder, or FEDBOOK_CACHE_DIR=off)", RuntimeWarning,
                       stacklevel=3)
@@ -218,7 +252,9 @@ def calibrate(event_of_noise: Callable[[float], DpEvent], target_eps: float, del
     bracketing search and Brent's method on log z with a one-sided stop (never a fit): the same inputs
     give the same bits whatever ran before.  ``target_eps=inf`` → 0 (no noise); an event that does not
     depend on z → 0 if its ε fits the target.  ``cache=True`` reads and writes the on-disk cache
-    (module docstring).  Raises ``ValueError`` for invalid arguments and unattainable targets.
+    (module docstring).  Raises ``ValueError`` for invalid arguments, unattainable targets and targets
+    above the accountant's :attr:`~fedtheory.privacy.accountants.Accountant.max_epsilon` (``pld``: 100,
+    ``prv``: 50, ``rdp``: none; the message names the range).
     Adjacency: add/remove-one record (that of the events).
     """
     if not callable(event_of_noise):
@@ -228,28 +264,30 @@ def calibrate(event_of_noise: Callable[[float], DpEvent], target_eps: float, del
     rtol = float(check_positive("rtol", rtol))
     if rtol > 1e-3:
         raise ValueError(f"rtol must be <= 1e-3 so that the certified eps stays >= 0.99*target (got {rtol!r})")
-    get_accountant(accountant)
+    acc = get_accountant(accountant)
     if math.isinf(target):
         return 0.0
+    if target > acc.max_epsilon:
+        raise ValueError(f"target_eps={target!r} is outside the supported range: {acc.range_note()}")
     key = _key(event_of_noise, target, delta, accountant, rtol)
     memo_key = json.dumps(key, sort_keys=True)
     if memo_key in _MEMO:
         return _MEMO[memo_key]
     folder = cache_dir() if cache else None
     path = _path(folder, key) if folder is not None else None
-    z, eps = _read(path, key) if path is not None else (None, None)
-    acc = get_accountant(accountant)
+    z, why = _read(path, key) if path is not None else (None, None)
+    if z is not None:
+        why = _verify(z, event_of_noise, target, delta, accountant)
+        if why is not None:
+            z = None
+    if why is not None and ("discarded", str(folder)) not in _WARNED_FOLDERS:
+        _WARNED_FOLDERS.add(("discarded", str(folder)))  # one line per folder and process
+        warnings.warn(f"calibration cache: discarded {path}: {why}; recalibrating and rewriting it (and any other "
+                      f"entry of {folder} that fails the same check)", RuntimeWarning, stacklevel=2)
     if z is None:
         z = float(_solve(event_of_noise, target, delta, accountant, rtol))
         if path is not None:
-            # the certified ε at z (the accountant's memo already holds it from the search's last check)
-            eps = acc.epsilon(event_of_noise(z), delta) if z > 0 else None
-            _write(path, key, z, eps if eps is not None and math.isfinite(eps) else None)
-    elif z > 0 and eps is not None:
-        acc.remember(event_of_noise(z), delta, eps)  # what acc.epsilon computed for this event when it was written
-    elif z > 0:  # a file written before it held ε: add it
-        eps = acc.epsilon(event_of_noise(z), delta)
-        _write(path, key, z, eps if math.isfinite(eps) else None)
+            _write(path, key, z)
     if len(_MEMO) > 100_000:
         _MEMO.clear()
     _MEMO[memo_key] = z

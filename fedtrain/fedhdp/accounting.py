@@ -33,7 +33,7 @@ from fedtheory.privacy.accountants import get_accountant
 from fedtheory.privacy.events import DpEvent, dpsgd_event
 
 __all__ = ["CLIENT_ADJACENCY", "UNACCOUNTED", "update_noise_multiplier", "effective_noise_multiplier",
-           "group_event", "group_epsilon", "PAPER_PRIVACY"]
+           "group_event", "group_epsilon", "PAPER_PRIVACY", "delta_bound", "check_group_delta"]
 
 #: The adjacency notion of every ε of a client-level run.
 CLIENT_ADJACENCY = ("client-level DP: add/remove one client (its whole dataset) of a private group; "
@@ -51,6 +51,29 @@ PAPER_PRIVACY = {
     "FMNIST": (0.03, 4.0, 500, 1e-4, 0.6),
     "FEMNIST": (0.03, 1.0, 500, 1e-4, 4.1),
 }
+
+
+def delta_bound(num_clients: int) -> float:
+    """The largest δ a private group of ``num_clients`` clients may use, exclusive: ``N_g^{-1.1}``.
+
+    The rule of the sample-level path (δ_k < n_k^{-1.1}, MR-MTL paper App. C.4,
+    :func:`fedtrain.engine.resolve_budgets`) with the privacy unit's count: here the unit is a client,
+    so ``N_g`` is the number of clients of the group.  δ is the probability that the guarantee fails
+    outright; a δ of order 1/N_g allows a mechanism that publishes one client's data in full.
+    """
+    n = int(num_clients)
+    if n < 1:
+        raise ValueError(f"num_clients must be >= 1 (got {num_clients!r})")
+    return float(n) ** -1.1
+
+
+def check_group_delta(delta: float, num_clients: int, group: str = "private") -> None:
+    """Raise ``ValueError`` naming ``delta`` and the bound unless ``delta < N_g^{-1.1}`` (:func:`delta_bound`)."""
+    bound = delta_bound(num_clients)
+    if not 0 < float(delta) < bound:
+        raise ValueError(f"delta must be in (0, N_g^-1.1) for client-level DP (add/remove one client; the rule "
+                         f"delta_k < n_k^-1.1 of the sample-level runs, counted in clients): privacy group {group!r} "
+                         f"has N_g={int(num_clients)} clients, so delta must be < {bound:.3g} (got {float(delta):.3g})")
 
 
 def update_noise_multiplier(effective: float, count_noise: float) -> float:

@@ -72,7 +72,8 @@ class FedHDPConfig:
                              "the theory's linear regression")
     hidden: int = param(50, kind="int", low=1, help="hidden width of the FC network (Table 6: 50)")
     delta: float = param(1e-4, kind="float", low=0.0, high=1.0, low_open=True, high_open=True,
-                         help="delta of the client-level guarantee (paper: 1e-4)")
+                         help="delta of the client-level guarantee (paper: 1e-4); must be < N_g^-1.1 for every "
+                              "private group of N_g clients (checked when the data are known)")
     accountant: str = param("rdp", kind="choice", choices=("rdp", "pld", "prv"), help="privacy accountant")
     eval_every: int = param(0, kind="int", low=0, help="evaluate the global model every this many rounds (0: end)")
     seed: int = param(0, kind="int", low=0, help="training seed (client sampling, batches, noise, init)")

@@ -33,8 +33,8 @@ from torch.func import grad, vmap
 
 from fedtrain import ledger as silo_ledger
 from fedtrain.data.base import FederatedData
-from fedtrain.fedhdp.accounting import (CLIENT_ADJACENCY, UNACCOUNTED, effective_noise_multiplier,
-                                        update_noise_multiplier)
+from fedtrain.fedhdp.accounting import (CLIENT_ADJACENCY, UNACCOUNTED, check_group_delta,
+                                        effective_noise_multiplier, group_epsilon, update_noise_multiplier)
 from fedtrain.fedhdp.config import METHOD_LABELS, FedHDPConfig
 
 #: Default bound on clients × parameters per vectorized local-training call (see :func:`train`'s ``client_chunk``;
@@ -305,8 +305,9 @@ def train(config: FedHDPConfig, data: FederatedData | None = None, *, keep_model
     benchmark's reference).  The random draws come in the same order either way, so the numbers do not
     change.
 
-    Every check (groups, noise settings, dataset fit) happens before the first round; ValueErrors name
-    the argument.  Seeded: the same config and data give the same numbers on the same machine.
+    Every check (groups, δ < N_g^{-1.1} per private group, noise settings, the planned ε within the
+    accountant's range, dataset fit) happens before the first round; ValueErrors name the argument.
+    Seeded: the same config and data give the same numbers on the same machine.
     """
     from fedtrain.data.registry import load_dataset
 
@@ -319,6 +320,9 @@ def train(config: FedHDPConfig, data: FederatedData | None = None, *, keep_model
     if config.model == "linear" and data.task != "regression":
         raise ValueError("model='linear' is the theory's linear regression: it needs a regression dataset")
     groups = privacy_groups(config, data)
+    for g in groups:  # δ < N_g^{-1.1} for every private group (ValueError naming delta and the bound)
+        if g.private:
+            check_group_delta(config.delta, g.clients.size, g.name)
     n_clients = data.num_silos
     q = float(config.sample_rate)
     adaptive = config.clip_lr > 0
@@ -335,6 +339,8 @@ def train(config: FedHDPConfig, data: FederatedData | None = None, *, keep_model
         raise ValueError("noise_multiplier must be > 0 for a method with a private group (got 0); use method "
                          "'nonprivate' for the non-private baseline")
     z_update = update_noise_multiplier(z_eff, z_b) if (z_b is not None and z_eff > 0) else z_eff
+    if any_private:  # the planned ε, before training: an accountant's range error (ValueError) costs no rounds
+        group_epsilon(z_eff, q, config.rounds, config.delta, config.accountant)
 
     torch.manual_seed(0)  # nothing below uses the global generator; fixed for safety
     gen = torch.Generator().manual_seed(int(config.seed))
