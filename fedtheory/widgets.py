@@ -13,8 +13,9 @@ slider values as keyword arguments and returns a :class:`matplotlib.figure.Figur
     derivations (:mod:`fedtheory.widgets_live`, :mod:`fedtheory.jsgen`; drawn by the vendored uPlot);
   - *frames* (accounting, tuning cost and other numeric results): HTML controls over a grid of
     round values; every grid point's figure is drawn by the plotting function when the notebook runs
-    (so the numbers come from ``fedtheory``) and embedded as a PNG at twice the screen resolution; a
-    few lines of inline JavaScript show the figure of the selected grid point.  Controls that do not
+    (so the numbers come from ``fedtheory``) and embedded as a PNG at twice the screen resolution (the
+    book's build moves the frames to files that the page fetches only when a slider selects them:
+    ``tools/fedbook_widget_assets.py``); a few lines of inline JavaScript show the selected frame.  Controls that do not
     move in the grid are shown as text, and the caption names what moves.
 
   No CDN, no kernel.
@@ -45,10 +46,10 @@ __all__ = ["figure_widget", "FigureWidget", "figure_data", "static_grid", "round
 
 #: default cap on the number of grid points (figures) drawn for one widget's static version
 DEFAULT_MAX_FRAMES = 25
-#: resolution of the static frames (the column is ~7 in wide; figures are 6.4–9 in).  Twice
-#: DISPLAY_DPI would keep them sharp on high-density screens but, embedded in the page, more than
-#: doubles its weight (measured: 0.81 -> 1.90 MB for the secure-aggregation widget's 27 frames)
-FRAME_DPI = 80
+#: resolution of the static frames: twice DISPLAY_DPI, so that they stay sharp on high-density
+#: screens.  The notebook output embeds them; the book's build writes them to files that the page
+#: fetches when a slider selects them (tools/fedbook_widget_assets.py), so they add little to its weight
+FRAME_DPI = 160
 #: the resolution at which a frame is laid out in the page
 DISPLAY_DPI = 80
 
@@ -193,7 +194,7 @@ _SCRIPT = """(function () {
   var root = document.getElementById(%(id)s);
   if (!root || root.dataset.ready) return;
   root.dataset.ready = "1";
-  var data = null;  // the frames are parsed when a control first moves
+  var data = null;  // parsed when a control first moves; frames are URLs in the book (fetched when shown)
   var img = root.querySelector("img.fedbook-widget-figure");
   var inputs = root.querySelectorAll("[data-control]");
   function redraw() {
@@ -206,7 +207,7 @@ _SCRIPT = """(function () {
       if (out) out.textContent = data.controls[j].labels[i];
     });
     var frame = data.frames[key.join(",")];
-    img.src = "data:image/png;base64," + data.images[frame];
+    img.src = data.urls ? data.urls[frame] : "data:image/png;base64," + data.images[frame];
     img.alt = data.alt + " (" + data.controls.map(function (c, j) { return c.name + " = " + c.labels[key[j]]; }).join(", ") + ")";
   }
   inputs.forEach(function (el) { el.addEventListener("input", redraw); el.addEventListener("change", redraw); });
@@ -280,7 +281,7 @@ def _static_html(plot: Callable[..., Any], controls: dict[str, Any], grid: dict[
     return (f'<div class="fedbook-widget" id="{uid}">'
             f'<div class="fedbook-widget-controls">{"".join(rows)}</div>'
             f'<img class="fedbook-widget-figure" width="{round(width * scale)}" height="{round(height * scale)}" '
-            f'loading="lazy" decoding="async" '
+            f'decoding="async" '
             f'src="data:image/png;base64,{images[frames[",".join(map(str, current))]]}" '
             f'alt="{html.escape(data["alt"])}">'
             f'<p class="fedbook-widget-note">{note}</p>'

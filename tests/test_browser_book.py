@@ -46,6 +46,17 @@ def test_every_widget_is_there_and_redraws(reports):
     assert problems == []
 
 
+def test_every_live_widget_computes_fedtheorys_numbers(reports):
+    # the closed-form widgets are live: at random slider positions the page's numbers equal fedtheory's
+    # (1e-9 relative), each slider changes the plotted data, a typed value is used as typed
+    live = {r.page: r.live for r in reports if r.live}
+    assert live == {"book/fedhdp_theory.html": 3, "book/mean_estimation.html": 2}
+    for r in reports:
+        assert r.live_compared == r.live * (browser_check.LIVE_TRIALS + 1), r.page
+    problems = [f"{r.page}: {d}" for r in reports for kind, d in r.problems if kind == "live"]
+    assert not problems, f"{len(problems)} live problem(s):\n" + "\n".join(problems)
+
+
 @pytest.mark.parametrize("kind", ["console", "math", "raw-tex", "image", "table"])
 def test_no_page_has_problems_of_kind(reports, kind):
     problems = [f"{r.page}: {d}" for r in reports for k, d in r.problems if k == kind]

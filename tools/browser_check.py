@@ -170,7 +170,10 @@ return out;
 
 _WIDGETS = r"""
 const done = arguments[arguments.length - 1];
-const loaded = (img) => (img.decode ? img.decode() : Promise.resolve()).then(() => img.naturalWidth > 0, () => false);
+// a frame may be a file fetched when selected: wait for it (at most 15 s)
+const loaded = (img) => Promise.race([
+  (img.decode ? img.decode() : Promise.resolve()).then(() => img.naturalWidth > 0, () => false),
+  new Promise((resolve) => setTimeout(() => resolve(false), 15000))]);
 (async () => {
   const res = [];
   const all = Array.from(document.querySelectorAll('.fedbook-widget:not(.fedbook-live)'));
