@@ -422,6 +422,6 @@ def compare_live(name: str, params: dict, values: dict, rtol: float = 1e-9) -> l
         ok = same_inf | np.isclose(page, want, rtol=rtol, atol=0.0)
         if not ok.all():
             i = int(np.flatnonzero(~ok)[0])
-            problems.append(f"{name}: {key}[{i}] = {page[i]!r} on the page, {want[i]!r} in fedtheory "
+            problems.append(f"{name}: {key}[{i}] = {float(page[i])!r} on the page, {float(want[i])!r} in fedtheory "
                             f"({int((~ok).sum())} of {ok.size} differ by more than {rtol:g} relative) at {params}")
     return problems

@@ -60,8 +60,18 @@
 
   function valueToSlider(ctl, v) { return ctl.kind === "log" ? Math.log10(v) : v; }
 
+  /* axis labels: plain decimals from 0.001 to 10^5, powers of ten in exponent form outside */
+  function tick(v) {
+    if (v === null || v === undefined) return "";
+    var a = Math.abs(v);
+    if (a === 0) return "0";
+    if (a >= 1e-3 && a < 1e5) return String(Number(v.toPrecision(4)));
+    return v.toExponential(0).replace("e-", "e−").replace("e+", "e");
+  }
+  function ticks(u, splits) { return splits.map(tick); }
+
   function plotOptions(panel, width, extra) {
-    var series = [{label: panel.xlabel}];
+    var series = [{label: panel.xname || "x"}];
     panel.series.forEach(function (s) {
       var opt = {label: s.label, stroke: s.color, width: s.width || 1.5, spanGaps: false};
       if (s.dash) opt.dash = s.dash;
@@ -79,11 +89,12 @@
       return uPlot.rangeLog(mn, mx, 10, true);
     }
     return {
-      width: width, height: panel.height || 320, series: series,
+      width: width, height: panel.height || 320, series: series, pxAlign: false,
       scales: {x: panel.xlog ? {distr: 3, log: 10, time: false} : {time: false},
                y: panel.ylog ? {distr: 3, log: 10, range: logRange} : {}},
-      axes: [{label: panel.xlabel, size: 40}, {label: panel.ylabel, size: 70}],
-      legend: {show: true},
+      axes: [{label: panel.xlabel, size: 40, values: ticks, grid: {stroke: "rgba(0,0,0,0.09)", width: 1}},
+             {label: panel.ylabel, size: 70, values: ticks, grid: {stroke: "rgba(0,0,0,0.09)", width: 1}}],
+      legend: {show: true, live: false},
       hooks: {
         drawClear: [function (u) {
           if (!extra.shade) return;
