@@ -234,6 +234,18 @@ try {
         input(el);
       });
     }
+    // at either end of each slider the readout holds a value within the slider's range
+    ranges.forEach((el) => {
+      const old = el.value, box = w.querySelector('input[type=number][data-param="' + el.dataset.param + '"]');
+      for (const f of [0, 1]) {
+        setTo(el, f);
+        if (box && !box.checkValidity())
+          r.problems.push(w.id + ': "' + el.dataset.param + '" at its ' + (f ? 'maximum' : 'minimum') + ' reads ' +
+                          box.value + ', outside [' + box.min + ', ' + box.max + ']');
+      }
+      el.value = old;
+      input(el);
+    });
     // a value typed into a readout is used as typed
     const box = w.querySelector('input[type=number][data-param]');
     if (box) {

@@ -52,10 +52,21 @@
     });
   }
 
+  /* x rounded to 3 significant digits up (dir = 1) or down (dir = -1) */
+  function round3(x, dir) {
+    var m = Math.pow(10, Math.floor(Math.log10(Math.abs(x))) - 2);
+    return Number(((dir > 0 ? Math.ceil(x / m) : Math.floor(x / m)) * m).toPrecision(3));
+  }
+
+  /* a slider position's value, rounded to 3 significant digits (the readout shows exactly the value
+     used) and kept within the slider's range */
   function sliderToValue(ctl, pos) {
     var raw = ctl.kind === "log" ? Math.pow(10, pos) : pos;
-    if (ctl.kind === "int") return Math.round(raw);
-    return Number(raw.toPrecision(3));
+    if (ctl.kind === "int") return Math.min(ctl.max, Math.max(ctl.min, Math.round(raw)));
+    var v = Number(raw.toPrecision(3));
+    if (v < ctl.min) v = ctl.min > 0 ? round3(ctl.min, 1) : ctl.min;
+    if (v > ctl.max) v = ctl.max > 0 ? round3(ctl.max, -1) : ctl.max;
+    return v;
   }
 
   function valueToSlider(ctl, v) { return ctl.kind === "log" ? Math.log10(v) : v; }
