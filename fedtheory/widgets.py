@@ -303,7 +303,8 @@ class FigureWidget(widgets.interactive):
     """
 
     def __init__(self, plot: Callable[..., Any], controls: dict[str, Any], max_frames: int,
-                 grid: dict[str, list[Any]] | None, live: str | None = None):
+                 grid: dict[str, list[Any]] | None, live: str | None = None,
+                 live_sliders: tuple[list[dict], dict[str, Any]] | None = None):
         import matplotlib.pyplot as plt
         from IPython.display import display
 
@@ -311,6 +312,7 @@ class FigureWidget(widgets.interactive):
         self.controls = controls
         self.last_figure_data: list[np.ndarray] | None = None
         self.live = live
+        self._live_sliders = live_sliders
         self.static_values = static_grid(controls, max_frames, grid)
 
         def _draw(**values: Any) -> None:
@@ -327,7 +329,7 @@ class FigureWidget(widgets.interactive):
         if self.live is not None:
             from fedtheory.widgets_live import live_html
 
-            return live_html(self.live, self.controls)
+            return live_html(self.live, self.controls, sliders=self._live_sliders)
         return _static_html(self.plot, self.controls, self.static_values)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
@@ -351,13 +353,14 @@ def figure_widget(plot: Callable[..., Any], /, *, max_frames: int = DEFAULT_MAX_
     quantities in the reader's browser: the static HTML is then that live figure (sliders over the
     controls' full ranges) instead of frames.
     """
+    live_sliders = None
     if live is not None:
         from fedtheory.widgets_live import LIVE_FIGURES, live_controls
 
         if live not in LIVE_FIGURES:
             raise ValueError(f"live must be one of {sorted(LIVE_FIGURES)} (got {live!r})")
-        live_controls(controls)  # TypeError/ValueError for a control the live figure cannot take
-    else:
-        for control in controls.values():
-            _align_to_value(control)
-    return FigureWidget(plot, controls, max_frames, grid, live)
+        # the controls' full ranges, before _align_to_value moves a min by up to one step
+        live_sliders = live_controls(controls)
+    for control in controls.values():
+        _align_to_value(control)
+    return FigureWidget(plot, controls, max_frames, grid, live, live_sliders)

@@ -342,12 +342,13 @@ def _num(v: float) -> str:
     return repr(float(v)) if not float(v).is_integer() else str(int(v)) if abs(v) < 1e15 else repr(float(v))
 
 
-def live_html(name: str, controls: dict[str, Any]) -> str:
-    """The self-contained HTML of the live figure ``name`` with sliders for ``controls``."""
+def live_html(name: str, controls: dict[str, Any], sliders: tuple[list[dict], dict[str, Any]] | None = None) -> str:
+    """The self-contained HTML of the live figure ``name`` with sliders for ``controls`` (or the
+    ``sliders`` that :func:`live_controls` returned for them)."""
     if name not in LIVE_FIGURES:
         raise ValueError(f"name must be one of {sorted(LIVE_FIGURES)} (got {name!r})")
     fig = LIVE_FIGURES[name]
-    ctls, fixed = live_controls(controls)
+    ctls, fixed = sliders if sliders is not None else live_controls(controls)
     uid = "fedbook-live-" + uuid.uuid4().hex[:12]
     rows = []
     for c in ctls:
