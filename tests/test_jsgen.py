@@ -6,6 +6,7 @@ in the built book.  Skipped where ``node`` is missing (``tools/setup_env.sh`` ne
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
@@ -13,6 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import sympy as sp
@@ -74,16 +76,17 @@ def test_provenance_names_the_sympy_expression():
         jsgen.expression("nope")
 
 
+@functools.lru_cache(maxsize=None)
 def _widget_controls():
-    """The live widgets of the notebooks, with their ipywidgets controls."""
+    """The live widgets of the notebooks, with their ipywidgets controls (built once)."""
     from tests.test_widgets import WIDGET_CELLS, build_notebook_widget
 
     out = {}
     for nb, index, source in WIDGET_CELLS:
         if "live=" in source:
             w = build_notebook_widget(nb, index)
-            out[w.live] = w.controls
-            w.close()
+            out[w.live] = dict(w.controls)
+            plt.close("all")
     return out
 
 
