@@ -240,8 +240,6 @@ def _fedhdp_opt_out_reference(p: dict, page: dict) -> dict:
     return out
 
 
-_LAM_AXIS = "λ (log scale)"
-
 LIVE_FIGURES: dict[str, LiveFigure] = {f.name: f for f in [
     LiveFigure(
         "mean_estimation.error_curve",

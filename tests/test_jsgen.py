@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import random
 import shutil
 import subprocess
@@ -20,7 +19,7 @@ import pytest
 import sympy as sp
 
 from fedtheory import jsgen
-from fedtheory.widgets_live import LIVE_FIGURES, live_controls, reference_values
+from fedtheory.widgets_live import LIVE_FIGURES, compare_live, live_controls
 
 REPO = Path(__file__).resolve().parents[1]
 RUNTIME = REPO / "book" / "_static" / "fedbook_live.js"
@@ -31,22 +30,6 @@ needs_node = pytest.mark.skipif(NODE is None, reason="node (Node.js) is not inst
 def run_node(script: str):
     out = subprocess.run([NODE, "-e", script], capture_output=True, text=True, timeout=60, check=True)
     return json.loads(out.stdout, parse_constant=float)
-
-
-def decode(v):
-    if isinstance(v, str) and v in ("Infinity", "-Infinity", "NaN"):
-        return float(v)
-    if isinstance(v, list):
-        return [decode(x) for x in v]
-    return v
-
-
-def assert_close(name, page, ref, rtol=1e-9):
-    page = np.asarray([np.nan if v is None else v for v in np.atleast_1d(decode(page))], dtype=float)
-    ref = np.broadcast_to(np.asarray(ref, dtype=float), page.shape)
-    both_inf = np.isinf(page) & np.isinf(ref) & (np.sign(page) == np.sign(ref))
-    ok = both_inf | np.isclose(page, ref, rtol=rtol, atol=0.0)
-    assert ok.all(), f"{name}: page {page[~ok][:3]} != fedtheory {ref[~ok][:3]}"
 
 
 @needs_node
@@ -123,9 +106,17 @@ def test_live_figure_computes_fedtheorys_numbers(name):
           "console.log(JSON.stringify(out, function (k, v) { return (typeof v === 'number' && !isFinite(v)) ? String(v) : v; }));")
     results = run_node(js)
     for p, values in zip(params, results):
-        values = {k: decode(v) for k, v in values.items()}
-        ref = reference_values(name, p, values)
-        assert ref, name
-        for key, expected in ref.items():
-            assert key in values, f"{name}: the page does not compute {key}"
-            assert_close(f"{name} {key} at {p}", values[key], expected)
+        assert not compare_live(name, p, values), compare_live(name, p, values)
+        assert set(fig.reference(p, values)) <= set(values)
+
+
+def test_compare_live_reports_a_wrong_number():
+    p = {"K": 20, "n": 200, "sigma": 0.4, "tau": 0.08, "eps": 0.25, "delta": 1e-5, "c": 1.0}
+    right = LIVE_FIGURES["mean_estimation.error_curve"].reference(p, {"lam": [0.5, 1.0, 2.0]})
+    page = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in right.items()} | {"lam": [0.5, 1.0, 2.0]}
+    assert compare_live("mean_estimation.error_curve", p, page) == []
+    page["E"] = [page["E"][0], page["E"][1] * (1 + 1e-8), page["E"][2]]
+    (problem,) = compare_live("mean_estimation.error_curve", p, page)
+    assert "E[1]" in problem and "1 of 3 differ" in problem
+    del page["E_star"]
+    assert any("does not compute 'E_star'" in t for t in compare_live("mean_estimation.error_curve", p, page))
