@@ -6,10 +6,19 @@ slider values as keyword arguments and returns a :class:`matplotlib.figure.Figur
 
 * **live** (a Jupyter front end with a kernel, e.g. ``make lab``): an ``ipywidgets`` box that calls
   the plotting function again whenever a slider moves, over the sliders' full ranges;
-* **static** (the HTML book, no kernel): the same sliders as plain HTML controls over a coarse grid
-  of each slider's values.  Every grid point's figure is drawn by the plotting function when the
-  notebook runs (so the numbers come from ``fedtheory``) and embedded as a PNG; a few lines of
-  inline JavaScript show the figure of the selected grid point.  No CDN, no kernel.
+* **static** (the HTML book, no kernel), in one of two forms:
+
+  - *live* (``live="name"``, for figures whose quantities are closed forms): the sliders, over their
+    full ranges, recompute the figure in the reader's browser with JavaScript generated from the sympy
+    derivations (:mod:`fedtheory.widgets_live`, :mod:`fedtheory.jsgen`; drawn by the vendored uPlot);
+  - *frames* (accounting, tuning cost and other numeric results): HTML controls over a grid of
+    round values; every grid point's figure is drawn by the plotting function when the notebook runs
+    (so the numbers come from ``fedtheory``) and embedded as a PNG at twice the screen resolution (the
+    book's build moves the frames to files that the page fetches only when a slider selects them:
+    ``tools/fedbook_widget_assets.py``); a few lines of inline JavaScript show the selected frame.  Controls that do not
+    move in the grid are shown as text, and the caption names what moves.
+
+  No CDN, no kernel.
 
 Both live in one output (a MIME bundle with the widget view and ``text/html``): Jupyter front ends
 with the widget manager show the live widget, the book's HTML builder is told to prefer
@@ -33,12 +42,16 @@ from typing import Any, Callable
 import ipywidgets as widgets
 import numpy as np
 
-__all__ = ["figure_widget", "FigureWidget", "figure_data", "static_grid"]
+__all__ = ["figure_widget", "FigureWidget", "figure_data", "static_grid", "round_value"]
 
 #: default cap on the number of grid points (figures) drawn for one widget's static version
 DEFAULT_MAX_FRAMES = 25
-#: resolution of the static frames (the column is ~7 in wide; figures are 6.4–9 in)
-FRAME_DPI = 80
+#: resolution of the static frames: twice DISPLAY_DPI, so that they stay sharp on high-density
+#: screens.  The notebook output embeds them; the book's build writes them to files that the page
+#: fetches when a slider selects them (tools/fedbook_widget_assets.py), so they add little to its weight
+FRAME_DPI = 160
+#: the resolution at which a frame is laid out in the page
+DISPLAY_DPI = 80
 
 
 def _align_to_value(control: Any) -> None:
@@ -104,15 +117,24 @@ def _index_of(values: list[Any], value: Any) -> int:
     return values.index(value)
 
 
+def round_value(value: Any, digits: int = 2) -> Any:
+    """A float rounded to ``digits`` significant digits (ints, strings and other values unchanged):
+    the values of an automatic static grid (``10**-2.5`` shows as 0.0032, not 0.003162)."""
+    if isinstance(value, float) and value != 0 and math.isfinite(value):
+        return float(f"{value:.{digits}g}")
+    return value
+
+
 def static_grid(controls: dict[str, Any], max_frames: int = DEFAULT_MAX_FRAMES,
                 grid: dict[str, list[Any]] | None = None, per_control: int = 5) -> dict[str, list[Any]]:
     """The values of each control drawn for the static HTML: at most ``max_frames`` combinations.
 
-    ``grid`` names the values of the controls that move in the static page (snapped to each
-    slider's own step grid; the control's current value is added); the other controls stay at their
-    current values.  Without ``grid``, controls are taken in order, each with up to ``per_control``
-    values spread evenly over its range (in the slider's steps, so a log slider's values are
-    spread in log), while the number of combinations stays within ``max_frames``.
+    ``grid`` names the values of the controls that move in the static page, exactly as given (round
+    values read out as typed; the control's current value is added); the other controls stay at
+    their current values.  Without ``grid``, controls are taken in order, each with up to
+    ``per_control`` values spread evenly over its range (in the slider's steps, so a log slider's
+    values are spread in log, then rounded to two significant digits), while the number of
+    combinations stays within ``max_frames``.
     """
     if max_frames < 1:
         raise ValueError(f"max_frames must be at least 1 (got {max_frames!r})")
@@ -122,25 +144,40 @@ def static_grid(controls: dict[str, Any], max_frames: int = DEFAULT_MAX_FRAMES,
         raise ValueError(f"grid names controls that the widget does not have: {sorted(unknown)}")
     full = {n: _slider_values(controls[n]) for n in names}
     current = {n: _index_of(full[n], controls[n].value) for n in names}
-    picks: dict[str, set[int]] = {n: {current[n]} for n in names}
     if grid is not None:
-        for n, values in grid.items():
-            picks[n] |= {_index_of(full[n], v) for v in values}
-    else:
-        product = 1
+        out = {}
         for n in names:
-            k = min(len(full[n]), per_control, max_frames // product)
-            if k < 2:
-                continue
-            spread = set(np.linspace(0, len(full[n]) - 1, k).round().astype(int).tolist())
-            spread.discard(min(spread, key=lambda i: abs(i - current[n])))
-            picks[n] |= spread
-            product *= len(picks[n])
+            values = list(grid.get(n, []))
+            if not any(_same(v, controls[n].value) for v in values):
+                values.append(controls[n].value)
+            numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+            out[n] = sorted(values) if numeric else [v for v in full[n] if v in values]
+        total = math.prod(len(v) for v in out.values())
+        if total > max_frames:
+            raise ValueError(f"the static grid has {total} combinations, more than max_frames={max_frames}")
+        return out
+    picks: dict[str, set[int]] = {n: {current[n]} for n in names}
+    product = 1
+    for n in names:
+        k = min(len(full[n]), per_control, max_frames // product)
+        if k < 2:
+            continue
+        spread = set(np.linspace(0, len(full[n]) - 1, k).round().astype(int).tolist())
+        spread.discard(min(spread, key=lambda i: abs(i - current[n])))
+        picks[n] |= spread
+        product *= len(picks[n])
     total = math.prod(len(p) for p in picks.values())
     if total > max_frames:
         raise ValueError(f"the static grid has {total} combinations, more than max_frames={max_frames}")
-    # the current value itself, not its float-rounded grid twin (10**(min + k*step) may differ in the last bit)
-    return {n: [controls[n].value if i == current[n] else full[n][i] for i in sorted(picks[n])] for n in names}
+    # the current value itself; the others rounded to read as round numbers
+    return {n: [controls[n].value if i == current[n] else round_value(full[n][i]) for i in sorted(picks[n])]
+            for n in names}
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return math.isclose(float(a), float(b), rel_tol=1e-12, abs_tol=0.0) or a == b
+    return a == b
 
 
 def _label(control: Any, name: str) -> str:
@@ -157,19 +194,20 @@ _SCRIPT = """(function () {
   var root = document.getElementById(%(id)s);
   if (!root || root.dataset.ready) return;
   root.dataset.ready = "1";
-  var data = JSON.parse(root.querySelector("script.fedbook-widget-data").textContent);
+  var data = null;  // parsed when a control first moves; frames are URLs in the book (fetched when shown)
   var img = root.querySelector("img.fedbook-widget-figure");
   var inputs = root.querySelectorAll("[data-control]");
   function redraw() {
-    var key = [];
+    if (!data) data = JSON.parse(root.querySelector("script.fedbook-widget-data").textContent);
+    var key = data.controls.map(function () { return 0; });
     inputs.forEach(function (el) {
-      var i = parseInt(el.value, 10), c = data.controls[parseInt(el.dataset.control, 10)];
-      key.push(i);
+      var j = parseInt(el.dataset.control, 10), i = parseInt(el.value, 10);
+      key[j] = i;
       var out = el.parentNode.querySelector("output");
-      if (out) out.textContent = c.labels[i];
+      if (out) out.textContent = data.controls[j].labels[i];
     });
     var frame = data.frames[key.join(",")];
-    img.src = "data:image/png;base64," + data.images[frame];
+    img.src = data.urls ? data.urls[frame] : "data:image/png;base64," + data.images[frame];
     img.alt = data.alt + " (" + data.controls.map(function (c, j) { return c.name + " = " + c.labels[key[j]]; }).join(", ") + ")";
   }
   inputs.forEach(function (el) { el.addEventListener("input", redraw); el.addEventListener("change", redraw); });
@@ -214,14 +252,15 @@ def _static_html(plot: Callable[..., Any], controls: dict[str, Any], grid: dict[
         "frames": frames, "images": images,
     }
     uid = "fedbook-widget-" + uuid.uuid4().hex[:12]
-    rows = []
+    rows, moving, still = [], [], []
     for j, n in enumerate(names):
         label = html.escape(_label(controls[n], n))
         values = grid[n]
         if len(values) == 1:
-            rows.append(f'<label>{label} <input type="range" data-control="{j}" min="0" max="0" value="0" disabled> '
-                        f"<output>{html.escape(_fmt(values[0]))}</output> (fixed here)</label>")
-        elif all(isinstance(v, str) for v in values):
+            still.append(f"{label} = {html.escape(_fmt(values[0]))}")
+            continue
+        moving.append(f"{label} ({len(values)} values)")
+        if all(isinstance(v, str) for v in values):
             opts = "".join(f'<option value="{i}"{" selected" if i == current[j] else ""}>{html.escape(v)}</option>'
                            for i, v in enumerate(values))
             rows.append(f'<label>{label} <select data-control="{j}">{opts}</select></label>')
@@ -229,37 +268,51 @@ def _static_html(plot: Callable[..., Any], controls: dict[str, Any], grid: dict[
             rows.append(f'<label>{label} <input type="range" data-control="{j}" min="0" max="{len(values) - 1}" '
                         f'step="1" value="{current[j]}"> <output>{html.escape(_fmt(values[current[j]]))}</output>'
                         f"</label>")
-    first = images[frames[",".join(map(str, current))]]
+    still += [f"{html.escape(n)} = {html.escape(_fmt(v))}" for n, v in fixed.items()
+              if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    first_png = base64.b64decode(images[frames[",".join(map(str, current))]])
+    width, height = _png_size(first_png)
+    scale = DISPLAY_DPI / FRAME_DPI
     n_points = len(frames)
-    note = (f"Without a kernel the sliders step through {n_points} precomputed settings "
-            f"({' × '.join(str(len(grid[n])) for n in names)} values), each drawn by fedtheory when the book "
-            "was built. Run the notebook with a kernel (<code>make lab</code>) for every value.")
+    note = (f"Precomputed frames: {', '.join(moving)} move, {n_points} settings in all, each drawn by fedtheory "
+            "when the book was built" + (f"; fixed here: {', '.join(still)}" if still else "")
+            + ". Run the notebook with a kernel (<code>make lab</code>) for every value.")
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     return (f'<div class="fedbook-widget" id="{uid}">'
-            f'<div class="fedbook-widget-controls" style="display:flex;flex-wrap:wrap;gap:0.3em 1.5em">'
-            f'{"".join(rows)}</div>'
-            f'<img class="fedbook-widget-figure" style="max-width:100%;height:auto" '
-            f'src="data:image/png;base64,{first}" alt="{html.escape(data["alt"])}">'
-            f'<p class="fedbook-widget-note" style="font-size:0.85em;color:#555">{note}</p>'
+            f'<div class="fedbook-widget-controls">{"".join(rows)}</div>'
+            f'<img class="fedbook-widget-figure" width="{round(width * scale)}" height="{round(height * scale)}" '
+            f'decoding="async" '
+            f'src="data:image/png;base64,{images[frames[",".join(map(str, current))]]}" '
+            f'alt="{html.escape(data["alt"])}">'
+            f'<p class="fedbook-widget-note">{note}</p>'
             f'<script type="application/json" class="fedbook-widget-data">{payload}</script>'
             f"<script>{_SCRIPT % {'id': json.dumps(uid)}}</script></div>")
+
+
+def _png_size(png: bytes) -> tuple[int, int]:
+    """Width and height of a PNG, from its IHDR chunk."""
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
 
 
 class FigureWidget(widgets.interactive):
     """The live ``ipywidgets`` box of :func:`figure_widget`, which also renders as a static widget.
 
     ``last_figure_data`` holds :func:`figure_data` of the figure drawn last (for tests);
-    ``static_values`` the per-control values drawn for the static HTML.
+    ``static_values`` the per-control values drawn for the static HTML (frames); ``live`` the name
+    of the live figure (:data:`fedtheory.widgets_live.LIVE_FIGURES`) that replaces the frames.
     """
 
     def __init__(self, plot: Callable[..., Any], controls: dict[str, Any], max_frames: int,
-                 grid: dict[str, list[Any]] | None):
+                 grid: dict[str, list[Any]] | None, live: str | None = None,
+                 live_sliders: tuple[list[dict], dict[str, Any]] | None = None):
         import matplotlib.pyplot as plt
         from IPython.display import display
 
         self.plot = plot
         self.controls = controls
         self.last_figure_data: list[np.ndarray] | None = None
+        self.live = live
+        self._live_sliders = live_sliders
         self.static_values = static_grid(controls, max_frames, grid)
 
         def _draw(**values: Any) -> None:
@@ -272,7 +325,11 @@ class FigureWidget(widgets.interactive):
         super().__init__(_draw, **controls)
 
     def static_html(self) -> str:
-        """The static widget's HTML (draws every grid point: seconds)."""
+        """The static widget's HTML: the live figure, or else the frames (drawn at every grid point: seconds)."""
+        if self.live is not None:
+            from fedtheory.widgets_live import live_html
+
+            return live_html(self.live, self.controls, sliders=self._live_sliders)
         return _static_html(self.plot, self.controls, self.static_values)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
@@ -283,7 +340,8 @@ class FigureWidget(widgets.interactive):
 
 
 def figure_widget(plot: Callable[..., Any], /, *, max_frames: int = DEFAULT_MAX_FRAMES,
-                  grid: dict[str, list[Any]] | None = None, **controls: Any) -> FigureWidget:
+                  grid: dict[str, list[Any]] | None = None, live: str | None = None,
+                  **controls: Any) -> FigureWidget:
     """Return a :class:`FigureWidget` that redraws ``plot(**values)`` whenever a control moves.
 
     ``controls`` are ipywidgets controls (``FloatLogSlider``, ``IntSlider``, ``SelectionSlider``,
@@ -291,7 +349,18 @@ def figure_widget(plot: Callable[..., Any], /, *, max_frames: int = DEFAULT_MAX_
     keyword arguments.  ``plot`` must return a matplotlib figure, which is displayed and then closed
     (no figure leaks, no duplicate inline rendering).  The static HTML version draws at most
     ``max_frames`` grid points (see :func:`static_grid`); ``grid`` fixes some controls' static values.
+    ``live`` names a figure of :data:`fedtheory.widgets_live.LIVE_FIGURES` that computes the same
+    quantities in the reader's browser: the static HTML is then that live figure (sliders over the
+    controls' full ranges) instead of frames.
     """
+    live_sliders = None
+    if live is not None:
+        from fedtheory.widgets_live import LIVE_FIGURES, live_controls
+
+        if live not in LIVE_FIGURES:
+            raise ValueError(f"live must be one of {sorted(LIVE_FIGURES)} (got {live!r})")
+        # the controls' full ranges, before _align_to_value moves a min by up to one step
+        live_sliders = live_controls(controls)
     for control in controls.values():
         _align_to_value(control)
-    return FigureWidget(plot, controls, max_frames, grid)
+    return FigureWidget(plot, controls, max_frames, grid, live, live_sliders)

@@ -46,6 +46,30 @@ def test_every_widget_is_there_and_redraws(reports):
     assert problems == []
 
 
+def test_every_live_widget_computes_fedtheorys_numbers(reports):
+    # the closed-form widgets are live: at random slider positions the page's numbers equal fedtheory's
+    # (1e-9 relative), each slider changes the plotted data, a typed value is used as typed
+    live = {r.page: r.live for r in reports if r.live}
+    assert live == {"book/fedhdp_theory.html": 3, "book/mean_estimation.html": 2}
+    for r in reports:
+        assert r.live_compared == r.live * (browser_check.LIVE_TRIALS + 1), r.page
+    problems = [f"{r.page}: {d}" for r in reports for kind, d in r.problems if kind == "live"]
+    assert not problems, f"{len(problems)} live problem(s):\n" + "\n".join(problems)
+
+
+#: HTML bytes of the widget chapters when every widget inlined its pre-drawn frames (the book built
+#: before the live widgets, from otherwise the same sources): the pages must stay within half of it
+HTML_BYTES_WITH_INLINE_FRAMES = {"mean_estimation": 1_774_372, "fedhdp_theory": 1_790_809, "privacy_primer": 683_124,
+                                 "tuning_cost": 652_403, "secagg": 1_065_822}
+
+
+@pytest.mark.parametrize("chapter", sorted(HTML_BYTES_WITH_INLINE_FRAMES))
+def test_widget_chapters_weigh_at_most_half_of_inline_frames(reports, chapter):
+    # live widgets carry formulas, not frames; frame widgets' frames are files fetched when selected
+    size = (REPO / BOOK / "book" / f"{chapter}.html").stat().st_size
+    assert size <= HTML_BYTES_WITH_INLINE_FRAMES[chapter] / 2, f"{chapter}.html: {size:,} bytes"
+
+
 @pytest.mark.parametrize("kind", ["console", "math", "raw-tex", "image", "table"])
 def test_no_page_has_problems_of_kind(reports, kind):
     problems = [f"{r.page}: {d}" for r in reports for k, d in r.problems if k == kind]

@@ -1,5 +1,6 @@
 """Test the browser test: ``tools/browser_check.py`` must pass a clean planted page and fail on each
-planted problem (untypeset formula, raw TeX, frozen widget, broken image, console error, wide table).
+planted problem (untypeset formula, raw TeX, frozen widget, broken image, console error, wide table,
+a live widget whose formula differs from fedtheory's).
 
 The pages are tiny HTML files written to a temporary folder, with the vendored MathJax (``_vendor/``,
 written by ``make venv``) where a page typesets math; one Chromium session checks all of them.
@@ -21,11 +22,16 @@ import browser_check  # noqa: E402
 from fedtheory.widgets import figure_widget  # noqa: E402
 
 MATHJAX = REPO / "_vendor" / "mathjax"
+UPLOT = REPO / "_vendor" / "uplot"
+LIVE_JS = REPO / "book" / "_static" / "fedbook_live.js"
 
 
-def _page(body: str, mathjax: bool = True) -> str:
+def _page(body: str, mathjax: bool = True, live: bool = False) -> str:
     head = ('<script>window.MathJax = {tex: {inlineMath: [["\\\\(", "\\\\)"]]}};</script>'
             '<script defer src="_vendor/mathjax/tex-mml-chtml.js"></script>') if mathjax else ""
+    if live:
+        head += ('<link rel="stylesheet" href="_vendor/uplot/uPlot.min.css">'
+                 '<script src="_vendor/uplot/uPlot.iife.min.js"></script><script src="fedbook_live.js"></script>')
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>planted</title>{head}</head>"
             f"<body><main><article class='bd-article' style='width:700px'>{body}</article></main></body></html>")
 
@@ -49,6 +55,23 @@ def _widget_html(plot) -> str:
     return html
 
 
+def _live_html(tamper: tuple[str, str] | None = None) -> str:
+    """The mean-estimation chapter's live E(λ) widget; ``tamper`` replaces a piece of its generated
+    JavaScript (a formula that no longer equals fedtheory's)."""
+    from fedtheory.widgets_live import live_html
+
+    controls = dict(K=widgets.IntSlider(value=20, min=2, max=100), n=widgets.IntSlider(value=200, min=10, max=2000),
+                    sigma=widgets.FloatSlider(value=0.4, min=0.05, max=2.0),
+                    tau=widgets.FloatLogSlider(value=0.08, base=10, min=-2.5, max=0),
+                    eps=widgets.FloatLogSlider(value=0.25, base=10, min=-2, max=1),
+                    delta=widgets.FloatLogSlider(value=1e-5, base=10, min=-10, max=-2), c=widgets.fixed(1.0))
+    html = live_html("mean_estimation.error_curve", controls)
+    if tamper:
+        assert tamper[0] in html
+        html = html.replace(*tamper)
+    return html
+
+
 GOOD = ("<h1>A clean page</h1><p>Inline math <span class='math notranslate nohighlight'>\\(x^2+\\lambda\\)</span> "
         "and a display:</p><div class='math notranslate nohighlight'>\\[\\frac{a}{b}\\]</div>"
         "<table><tr><th>a</th><td>1</td></tr></table>")
@@ -67,6 +90,13 @@ PAGES = {
     "scrolling_table.html": lambda: _page("<div style='max-width:100%;overflow-x:auto'><table style='width:1600px'>"
                                           "<tr><th>derived</th><td>printed</td></tr></table></div>"),
     "ipywidget.html": lambda: _page("<div class='jupyter-widgets widget-slider'>frozen slider</div>"),
+    "live_good.html": lambda: _page(_live_html(), mathjax=False, live=True),
+    # E(λ) with K + 1 for K in its denominator: off by a few per cent
+    "live_wrong_formula.html": lambda: _page(_live_html(("/(K*Math.pow(lam + 1, 2))", "/((K + 1)*Math.pow(lam + 1, 2))")),
+                                             mathjax=False, live=True),
+    # τ ignored (the notebook's default used instead): moving τ changes nothing
+    "live_stuck.html": lambda: _page(_live_html(("var t2 = p.tau * p.tau;", "var t2 = 0.0064;")),
+                                     mathjax=False, live=True),
 }
 
 
@@ -76,6 +106,8 @@ def reports(tmp_path_factory):
         pytest.fail(f"{MATHJAX} missing: run `make venv` (tools/vendor_js.sh) first")
     root = tmp_path_factory.mktemp("planted")
     shutil.copytree(MATHJAX, root / "_vendor" / "mathjax")
+    shutil.copytree(UPLOT, root / "_vendor" / "uplot")
+    shutil.copy(LIVE_JS, root / "fedbook_live.js")
     for name, make in PAGES.items():
         (root / name).write_text(make(), encoding="utf-8")
     found = browser_check.check_book(root, pages=list(PAGES))
@@ -125,3 +157,21 @@ def test_wide_table_in_its_own_scroll_box_passes(reports):
 
 def test_ipywidget_from_saved_state_fails(reports):
     assert kinds(reports["ipywidget.html"]) == {"widget"}
+
+
+def test_live_widget_passes_when_it_computes_fedtheorys_numbers(reports):
+    r = reports["live_good.html"]
+    assert r.problems == []
+    assert r.live == 1 and r.live_compared == browser_check.LIVE_TRIALS + 1  # random settings + a typed value
+
+
+def test_live_widget_with_a_wrong_formula_fails(reports):
+    r = reports["live_wrong_formula.html"]
+    assert kinds(r) == {"live"}
+    assert any("'E'" in d or " E[" in d for _, d in r.problems)
+
+
+def test_live_widget_that_ignores_a_slider_fails(reports):
+    r = reports["live_stuck.html"]
+    assert kinds(r) == {"live"}
+    assert any('moving "tau" does not change the plotted data' in d for _, d in r.problems)

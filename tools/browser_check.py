@@ -16,6 +16,11 @@ nothing is downloaded at run time).  Checks per page:
 ``widget``    a widget whose figure does not change when a slider moves (each control of each
               ``.fedbook-widget`` is moved to another value; an ``ipywidgets`` view drawn from saved
               state, which cannot redraw without a kernel, fails too);
+``live``      a live widget (``.fedbook-live``, computed in the browser from JavaScript generated from the
+              sympy derivations) whose numbers differ from fedtheory's: its sliders are set to random
+              positions (:data:`LIVE_TRIALS` times), the page's numbers are compared with
+              :func:`fedtheory.widgets_live.compare_live` (1e-9 relative), and moving each slider must
+              change the plotted data;
 ``table``     a table that spills past the text column (at a 1280 px wide window); a wide table
               that scrolls inside its own box (overflow-x: auto) stays within the column and passes.
 """
@@ -35,6 +40,9 @@ from pathlib import Path
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--disable-dev-shm-usage", "--window-size=1280,900"]
+#: random slider settings per live widget (each also moves every slider once)
+LIVE_TRIALS = 4
+LIVE_SEED = 20261124
 SKIP_DIRS = {"_static", "_sources", "_images", "_vendor", "_sphinx_design_static", ".doctrees", "jupyter_execute"}
 
 
@@ -43,6 +51,8 @@ class PageReport:
     page: str
     problems: list[tuple[str, str]] = field(default_factory=list)
     widgets: int = 0
+    live: int = 0           # live widgets on the page
+    live_compared: int = 0  # random settings at which their numbers were compared with fedtheory's
 
     def add(self, kind: str, detail: str) -> None:
         self.problems.append((kind, detail))
@@ -160,10 +170,13 @@ return out;
 
 _WIDGETS = r"""
 const done = arguments[arguments.length - 1];
-const loaded = (img) => (img.decode ? img.decode() : Promise.resolve()).then(() => img.naturalWidth > 0, () => false);
+// a frame may be a file fetched when selected: wait for it (at most 15 s)
+const loaded = (img) => Promise.race([
+  (img.decode ? img.decode() : Promise.resolve()).then(() => img.naturalWidth > 0, () => false),
+  new Promise((resolve) => setTimeout(() => resolve(false), 15000))]);
 (async () => {
   const res = [];
-  const all = Array.from(document.querySelectorAll('.fedbook-widget'));
+  const all = Array.from(document.querySelectorAll('.fedbook-widget:not(.fedbook-live)'));
   for (const [wi, w] of all.entries()) {
     const label = (w.id || ('widget ' + wi));
     const imgs = w.querySelectorAll('img');
@@ -191,6 +204,93 @@ const loaded = (img) => (img.decode ? img.decode() : Promise.resolve()).then(() 
 """
 
 
+_LIVE = r"""
+const fractions = arguments[0], done = arguments[arguments.length - 1];
+const input = (el) => el.dispatchEvent(new Event('input', {bubbles: true}));
+const setTo = (el, f) => {
+  const lo = parseFloat(el.min), hi = parseFloat(el.max);
+  let v = lo + f * (hi - lo);
+  if (el.step === '1') v = Math.round(v);
+  el.value = String(v);
+  input(el);
+};
+try {
+  const out = [];
+  for (const w of document.querySelectorAll('.fedbook-live')) {
+    const r = {id: w.id, name: w.dataset.live, states: [], problems: []};
+    out.push(r);
+    if (!w.fedbookLive) { r.problems.push(w.id + ': the live widget did not start'); continue; }
+    const ranges = Array.from(w.querySelectorAll('input[type=range][data-param]'));
+    if (!ranges.length) r.problems.push(w.id + ': no slider');
+    for (const trial of fractions) {
+      ranges.forEach((el, i) => setTo(el, trial[i % trial.length]));
+      r.states.push(w.fedbookLive.state());
+      ranges.forEach((el, i) => {
+        const before = w.fedbookLive.plotted(), old = el.value;
+        setTo(el, (trial[i % trial.length] + 0.37) % 1);
+        if (w.fedbookLive.plotted() === before)
+          r.problems.push(w.id + ': moving "' + el.dataset.param + '" does not change the plotted data');
+        el.value = old;
+        input(el);
+      });
+    }
+    // at either end of each slider the readout holds a value within the slider's range
+    ranges.forEach((el) => {
+      const old = el.value, box = w.querySelector('input[type=number][data-param="' + el.dataset.param + '"]');
+      for (const f of [0, 1]) {
+        setTo(el, f);
+        if (box && !box.checkValidity())
+          r.problems.push(w.id + ': "' + el.dataset.param + '" at its ' + (f ? 'maximum' : 'minimum') + ' reads ' +
+                          box.value + ', outside [' + box.min + ', ' + box.max + ']');
+      }
+      el.value = old;
+      input(el);
+    });
+    // a value typed into a readout is used as typed
+    const box = w.querySelector('input[type=number][data-param]');
+    if (box) {
+      const slider = w.querySelector('input[type=range][data-param="' + box.dataset.param + '"]');
+      let typed = Number(box.min) + 0.123456789 * (Number(box.max) - Number(box.min));
+      if (slider && slider.step === '1') typed = Math.round(typed);
+      const value = String(typed);
+      box.value = value;
+      input(box);
+      const p = JSON.parse(w.fedbookLive.state()).params[box.dataset.param];
+      if (String(p) !== String(Number(value)))
+        r.problems.push(w.id + ': typed ' + value + ' into "' + box.dataset.param + '", the page used ' + p);
+      r.states.push(w.fedbookLive.state());
+    }
+  }
+  done(out);
+} catch (e) {
+  done([{id: 'page', name: '', states: [], problems: ['live check failed: ' + e]}]);
+}
+"""
+
+
+def check_live(driver, report: PageReport, trials: int = LIVE_TRIALS, seed: int = LIVE_SEED) -> None:
+    """The ``live`` check of the page open in ``driver`` (see the module docstring)."""
+    import json
+    import random
+
+    rng = random.Random(seed)
+    fractions = [[rng.random() for _ in range(16)] for _ in range(trials)]
+    found = driver.execute_async_script(_LIVE, fractions)
+    if not found:
+        return
+    from fedtheory.widgets_live import compare_live  # needs the repository on sys.path (PYTHONPATH)
+
+    for widget in found:
+        report.live += widget["id"] != "page"
+        for text in widget["problems"]:
+            report.add("live", text)
+        for state in widget["states"]:
+            state = json.loads(state)
+            for text in compare_live(widget["name"], state["params"], state["values"]):
+                report.add("live", f"{widget['id']}: {text}")
+            report.live_compared += 1
+
+
 def _mathjax_settled(driver) -> bool:
     """Wait for MathJax (:data:`_WAIT_MATHJAX`, up to 20 s); ``False`` if it is still pending or the browser did
     not answer within the script timeout (a stalled headless renderer on a loaded machine: seen once in CI)."""
@@ -213,7 +313,8 @@ def check_page(driver, url: str, name: str) -> PageReport:
             report.add("math", "MathJax did not finish typesetting within 20 s (or the page did not answer), twice")
     found = driver.execute_script(_INSPECT)
     widgets = driver.execute_async_script(_WIDGETS)
-    report.widgets = widgets["count"]
+    check_live(driver, report)
+    report.widgets = widgets["count"] + report.live
     for text in found["math"]:
         report.add("math", f"not typeset: {text!r}")
     for text in found["raw"]:
@@ -258,7 +359,8 @@ def format_reports(reports: list[PageReport]) -> str:
     lines = []
     for r in reports:
         status = "ok" if not r.problems else f"{len(r.problems)} problem(s)"
-        lines.append(f"{r.page}: {status}" + (f" ({r.widgets} widgets)" if r.widgets else ""))
+        live = f", {r.live} live, compared with fedtheory at {r.live_compared} settings" if r.live else ""
+        lines.append(f"{r.page}: {status}" + (f" ({r.widgets} widgets{live})" if r.widgets else ""))
         lines.extend(f"    [{kind}] {detail}" for kind, detail in r.problems)
     return "\n".join(lines)
 
