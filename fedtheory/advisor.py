@@ -314,14 +314,14 @@ def direction_errors(lam: float, silos, tau2: float, lr: float = 1.0, dp_model: 
 def advise_directions(silos, tau2: float, lr: float = 1.0, dp_model: str = "prox",
                       grid=None) -> DirectionAdvice:
     """One common λ (and each silo's own) in **training units** for silos with curvature
-    (:func:`direction_errors`): a log grid over ``[1e-4, 1e5]`` plus 0 and ∞, refined by a bounded 1-d search
+    (:func:`direction_errors`): a log grid over ``[1e-4, 1e5]`` (46 points) plus 0 and ∞, refined by a bounded 1-d search
     around the grid's best (there is no closed form for a common λ across directions; per direction it is
     :func:`direction_lambda`)."""
     from scipy import optimize
 
     tau2 = float(check_positive("tau2", tau2))
     silos = list(silos)
-    g = np.concatenate([[0.0], np.logspace(-4, 5, 91), [np.inf]]) if grid is None else np.asarray(grid, float)
+    g = np.concatenate([[0.0], np.logspace(-4, 5, 46), [np.inf]]) if grid is None else np.asarray(grid, float)
     if dp_model == "prox" and any(s.dp_step_var > 0 for s in silos):
         # gradient steps with the prox term are stable only for η(h + λ) < 2: larger finite λ are left out
         lam_max = 2.0 / float(lr) - max(float(s.h.max()) for s in silos)

@@ -243,22 +243,23 @@ def advise_and_check(data, configs, *, check: bool = True, store=None, progress=
         splits.setdefault(_split_key(c), c)
     preds: dict[str, list] = {}
     split_data: dict[str, Any] = {}
-    for key, c in splits.items():
+    other_model = "prox" if dp_model == "release" else "release"
+    for j, (key, c) in enumerate(splits.items()):
         d = data if (data is not None and len(splits) == 1) else load_config_data(c, data_dir)
         split_data[key] = d
-        preds[key] = dict(model=predict(d, c, eps_values, dp_model=dp_model),
-                          other=predict(d, c, eps_values, dp_model="prox" if dp_model == "release" else "release"))
+        preds[key] = dict(model=predict(d, c, eps_values, dp_model=dp_model))
+        if j == 0:   # the other noise model, for comparison, on the first split
+            other = predict(d, c, eps_values, dp_model=other_model)
     report = []
     for i, eps in enumerate(eps_values):
         lam_pred = [p["model"][i].predicted_lambda for p in preds.values()]
-        lam_other = [p["other"][i].predicted_lambda for p in preds.values()]
         unit = [p["model"][i].advice.common_lambda for p in preds.values()]
         first = next(iter(preds.values()))["model"][i]
         entry: dict[str, Any] = dict(
             eps=eps, dp_model=dp_model, predicted_lambda=float(np.median(lam_pred)),
             predicted_lambda_range=[float(min(lam_pred)), float(max(lam_pred))],
             predicted_lambda_per_split=[float(v) for v in lam_pred],
-            other_dp_model_lambda=float(np.median(lam_other)),
+            other_dp_model=other_model, other_dp_model_lambda=float(other[i].predicted_lambda),
             unit_curvature_lambda=float(np.median(unit)),
             median_lambda_k=float(np.median(first.directions.lambda_k)),
             tau2=float(np.median([p["model"][i].tau2 for p in preds.values()])),
@@ -329,11 +330,12 @@ def plot_check(report, *, title: str = ""):
 
 
 def write_check(report, path, *, command: str, seconds: float, settings: dict, data_summary=None) -> None:
-    """Write ``report`` with its provenance (the command, the git commit of the code, the seconds it took, the
-    settings and the data's name and SHA-256) to ``path`` as JSON, atomically (temporary file + rename)."""
+    """Write ``report`` with its provenance (the command, the git commit of the code, the seconds it took and this
+    process's CPU seconds, the settings and the data's name and SHA-256) to ``path`` as JSON, atomically (temporary file + rename)."""
     import os
     import subprocess
     import tempfile
+    import time
 
     from fedtrain.results import jsonable
 
@@ -345,7 +347,8 @@ def write_check(report, path, *, command: str, seconds: float, settings: dict, d
     data = None
     if data_summary is not None:
         data = {k: data_summary.get(k) for k in ("name", "real", "num_silos", "dim", "sha256")}
-    doc = {"command": command, "commit": commit, "seconds": round(float(seconds), 1), "settings": settings,
+    doc = {"command": command, "commit": commit, "seconds": round(float(seconds), 1),
+           "cpu_seconds": round(time.process_time(), 1), "settings": settings,
            "data": data, "advice": report}
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
