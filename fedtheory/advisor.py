@@ -22,6 +22,14 @@ unweighted method of moments ``τ̂² = [S − (1 − 1/K)Σ_k σ̃_k²]/(K − 
 one very noisy silo dominates it).  Both are clipped at 0 (λ* = ∞).  The uncertainty of everything derived from
 τ̂² is a parametric bootstrap: releases are redrawn from the fitted model and the whole estimate redone;
 the report gives 10 % and 90 % quantiles.
+
+**Training units** (:func:`advise_directions`).  Theorem E.5 assumes unit curvature: MR-MTL's estimate is
+``(ŵ_k + λw̄)/(1 + λ)``.  Trained on a quadratic loss with Hessian ``H_k``, the prox term shrinks eigen-direction i
+(curvature h_i) by ``λ/(h_i + λ)`` instead, so along that direction the training λ equals ``h_i`` times the
+unit-curvature one: :func:`derive_direction_lambda` derives ``λ*_i = h_i·K v_i/((K − 1)V_i − v_i)`` with sympy, and
+:func:`direction_errors` adds the directions' errors weighted by their curvature (the excess test loss).  A
+common λ across directions has no closed form; :func:`advise_directions` minimises it numerically.  Features
+scaled by c scale every h_i by c² and the parameters by 1/c, so the advised λ scales by c².
 """
 from __future__ import annotations
 

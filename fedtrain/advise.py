@@ -1,28 +1,35 @@
-"""``fedtrain advise``: predict MR-MTL's λ* for a real dataset from the linear-regression theory, and check it.
+"""``fedtrain advise``: predict MR-MTL's λ for a real dataset from the linear-regression theory, and check it.
 
-Prediction (:func:`predict`).  Each silo's private local model ŵ_k is treated as one noisy release of its
-true linear model w_k (App. E.5 with a vector parameter, averaged per direction):
+Prediction (:func:`predict`), in the units of the λ that training uses.  Each silo's local model is a noisy
+estimate of its true linear model; MR-MTL's prox term ``(λ/2)‖w − w̄‖²`` on the quadratic loss shrinks
+eigen-direction i of ``H_k = X̃_kᵀX̃_k/n_k`` (curvature h_i) toward the centre by ``λ/(h_i + λ)``, so the optimal λ
+scales with the curvature (:func:`fedtheory.advisor.direction_lambda`: ``h_i`` times Theorem E.5's).  Per
+direction:
 
-* **statistical error**: least squares on ``[x, 1]`` (the engine's model), residual variance ``σ_k²``; per
-  non-null eigen-direction i of ``H_k = X̃_kᵀX̃_k/n_k`` the OLS variance is ``σ_k²/(n_k h_i)``, times
-  ``(1 − (1−ηh_i)^T)²`` for gradient descent stopped after T steps from 0;
+* **statistical error**: least squares on ``[x, 1]`` (the engine's model), residual variance ``σ_k²``; the OLS
+  variance is ``σ_k²/(n_k h_i)``, times ``(1 − (1−ηh_i)^T)²`` for gradient descent stopped after T steps from 0;
 * **DP noise**: DP-SGD adds ``N(0, s_k²)`` per coordinate to every step, ``s_k = η·c·z_k/B_k`` (lr η, clip c,
-  noise multiplier z_k of the run's accountant, expected batch B_k), over ``T_k`` steps.  On the quadratic
-  loss a direction with curvature h contracts by ``1 − ηh`` per step, so the accumulated noise has variance
-  ``s²(1 − (1−ηh)^{2T})/(1 − (1−ηh)²)``: the random walk of Sec. 5 eq. (2) (``T s²``) while ``ηhT`` is small,
-  a stationary ``s²/(ηh(2−ηh))`` afterwards (:func:`fedtheory.privacy.random_walk.dp_gd_noise_variance`);
-* ``σ̃_k²`` = the curvature-weighted average of both over the silo's directions (the excess test error per
-  unit curvature); τ² is estimated from the spread of the silos' OLS fits around the pooled fit, measured
-  in each silo's curvature, minus their statistical variances (method of moments).
+  noise multiplier z_k of the run's accountant, expected batch B_k), over ``T_k`` steps; a direction with
+  curvature h contracts by ``1 − ηh`` per step, so the accumulated noise has variance
+  ``s²(1 − (1−ηh)^{2T})/(1 − (1−ηh)²)`` (Sec. 5 eq. (2) while ηhT is small, stationary afterwards;
+  :func:`fedtheory.privacy.random_walk.dp_gd_noise_variance`).  ``dp_model="release"`` (default) shrinks this
+  noise with the local model (App. E.5's release-then-combine reading); ``"prox"`` lets the prox term contract
+  it during training instead (:func:`fedtheory.advisor.direction_errors`);
+* τ² per parameter, assumed isotropic (``w_k ~ N(θ, τ²I)``): estimated from the spread of the silos' OLS fits
+  around the pooled fit, measured in each silo's curvature, minus their statistical variances (method of moments).
 
-The advice is :func:`fedtheory.advisor.advise_from_variances`'s: λ*_k (Thm E.5) and one common λ minimising
-the average predicted error, which is what a ``fedtrain sweep`` over one λ finds.  **Caveats**: the OLS
-fits and τ̂² use the training data without privacy (a planning tool for the data holder, or for a public
-proxy); clipping bias, the finite number of rounds and the prox term's own contraction are ignored; the
-test metric adds each silo's irreducible noise, which does not depend on λ.
+The advice is :func:`fedtheory.advisor.advise_directions`'s common λ, minimising the silos' average predicted
+excess test error, which is what a ``fedtrain sweep`` over one λ finds.  For comparison the unit-curvature advice
+(Thm E.5 on curvature-weighted variances, :func:`fedtheory.advisor.advise_from_variances`) is reported too.
+**Caveats**: the OLS fits and τ̂² use the training data without privacy (a planning tool for the data holder, or
+for a public proxy); clipping bias (the prox term is clipped with the gradient), the early-stopping bias toward
+the initial model and the centre's own dynamics are ignored; the test metric adds each silo's irreducible noise,
+which does not depend on λ.
 
-``--check`` runs the λ grid of ``--lam`` (with the same data, privacy and training options as
-``fedtrain run``) and reports the swept best λ next to the prediction.
+``--check`` runs the λ grid of ``--lam`` (with the same data, privacy and training options as ``fedtrain run``;
+``--repeats N`` for the paper's re-split protocol) and reports the swept best λ next to the prediction, its
+spread across repeats and the excess error at the prediction; ``--check-out FILE`` writes that report with its
+provenance (:func:`write_check`).
 """
 from __future__ import annotations
 
