@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover - fedtheory.advisor pulls scipy.optimize: 
     from fedtheory.advisor import Advice, DirectionAdvice  # registering the subcommand keeps `fedtrain run` light
 
 __all__ = ["Prediction", "predict", "nearest_grid_error", "interpolated_error", "advise_and_check", "plot_check",
-           "register", "configure_advise_parser", "run_advise", "write_check", "DEFAULT_CHECK_LAMS",
+           "register", "configure_advise_parser", "run_advise", "write_check", "load_check", "DEFAULT_CHECK_LAMS",
            "PAPER_CHECK_LAMS"]
 
 #: λ grid of ``--check`` when ``--lam`` is not given.
@@ -370,6 +370,44 @@ def write_check(report, path, *, command: str, seconds: float, settings: dict, d
         raise
 
 
+def load_check(path) -> dict:
+    """Read a report written by :func:`write_check` (``fedtrain advise --check --check-out FILE``); a missing file
+    names where it was looked for and the command that makes it."""
+    import os
+
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"advisor check report not found at {os.path.abspath(path)}; make it with "
+                                "`fedtrain advise --dataset school --eps 0.5,1,2 --lr 0.01 --lam "
+                                + ",".join(f"{v:g}" for v in PAPER_CHECK_LAMS)
+                                + " --repeats 10 --check --check-out FILE`")
+    with open(path) as fh:
+        doc = json.load(fh)
+    for key in ("command", "settings", "advice"):
+        if key not in doc:
+            raise ValueError(f"{path} is not an advisor check report (no {key!r})")
+    return doc
+
+
+def _command_line(args: argparse.Namespace) -> str:
+    """The ``fedtrain advise`` command that reproduces ``args`` (every option given; ``--data-dir`` left out, the
+    data being identified by its SHA-256 in the report)."""
+    import shlex
+
+    def text(v):
+        return ",".join(text(x) for x in v) if isinstance(v, (list, tuple)) else f"{v:g}" if isinstance(v, float) else str(v)
+
+    parts = ["fedtrain", "advise"]
+    for key, value in vars(args).items():
+        if key in ("command", "method", "data_dir", "progress") or value is None or value is False:
+            continue
+        if key == "dataset_option":
+            parts += [f"-D {shlex.quote(f'{k}={text(v)}')}" for k, v in value]
+            continue
+        flag = "--" + key.replace("_", "-")
+        parts.append(flag if value is True else f"{flag} {shlex.quote(text(value))}")
+    return " ".join(parts + ["--no-progress"] if args.progress is False else parts)
+
+
 def run_advise(args: argparse.Namespace, configs_from_args: Callable, out) -> int:
     """Run ``fedtrain advise``; prints a table (or ``--json``); returns the exit status."""
     from fedtrain.results import ResultsStore, jsonable
@@ -377,8 +415,6 @@ def run_advise(args: argparse.Namespace, configs_from_args: Callable, out) -> in
 
     if list(args.method) != ["mrmtl"]:
         raise ValueError(f"fedtrain advise predicts MR-MTL's lambda; --method must be mrmtl (got {args.method})")
-    import shlex
-    import sys
     import time
 
     t0 = time.time()
@@ -397,8 +433,8 @@ def run_advise(args: argparse.Namespace, configs_from_args: Callable, out) -> in
                         accountant=c0.accountant, prox_mode=c0.prox_mode, adjacency="add/remove one record of a silo",
                         eps=sorted({c.eps for c in configs}), lam=sorted({c.lam for c in configs}),
                         repeats=len({_split_key(c) for c in configs}), dp_model=args.dp_model)
-        write_check(report, args.check_out, command="fedtrain " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
-                    seconds=time.time() - t0, settings=settings, data_summary=data.summary())
+        write_check(report, args.check_out, command=_command_line(args), seconds=time.time() - t0, settings=settings,
+                    data_summary=data.summary())
     if args.json:
         print(json.dumps(jsonable({"dataset": args.dataset, "real_data": bool(data.real), "advice": report}),
                          allow_nan=False), file=out)

@@ -131,3 +131,35 @@ def test_predict_in_training_units_rescaled_features():
     ratio = p2.predicted_lambda / p1.predicted_lambda
     assert 3.3 < ratio < 4.2, ratio
     assert 0.8 < p2.advice.common_lambda / p1.advice.common_lambda < 1.25
+
+
+def test_cli_check_with_repeats_writes_a_report_with_provenance(tmp_path):
+    import contextlib
+    import io
+
+    from fedtrain.advise import load_check
+    from fedtrain.cli import main
+
+    out = tmp_path / "check.json"
+    with contextlib.redirect_stdout(io.StringIO()):
+        rc = main(["advise", "--dataset", "gaussian", "-D", "num_silos=8", "-D", "n=50", "--eps", "1",
+                   "--rounds", "3", "--batch-size", "10", "--delta", "1e-3", "--lam", "0,1,10", "--repeats", "3",
+                   "--check", "--check-out", str(out), "--results", str(tmp_path / "store"), "--no-progress"])
+    assert rc == 0
+    doc = load_check(out)
+    assert doc["command"].startswith("fedtrain advise") and doc["seconds"] >= 0 and doc["settings"]["repeats"] == 3
+    (r,) = doc["advice"]
+    assert r["repeats"] == 3 and len(r["swept_best_per_repeat"]) == 3 and len(r["predicted_lambda_per_split"]) == 3
+    assert len(set(r["predicted_lambda_per_split"])) > 1          # each repeat's split gives its own prediction
+    assert r["swept_best_lambda"] in (0.0, 1.0, 10.0) and r["swept_best_quantiles"][0] <= r["swept_best_quantiles"][1]
+    assert r["excess_at_predicted"] >= -1e-12
+    with pytest.raises(FileNotFoundError, match="fedtrain advise"):
+        load_check(tmp_path / "missing.json")
+
+
+def test_interpolated_error():
+    from fedtrain.advise import interpolated_error
+
+    curve = [(0.0, 3.0), (0.1, 2.0), (1.0, 1.0), (10.0, 4.0)]
+    assert interpolated_error(curve, math.sqrt(10.0)) == pytest.approx(2.5)
+    assert interpolated_error(curve, 0.05) == pytest.approx(2.5) and interpolated_error(curve, 100.0) == 4.0
