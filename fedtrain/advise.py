@@ -364,6 +364,7 @@ def write_check(report, path, *, command: str, seconds: float, settings: dict, d
         with os.fdopen(fd, "w") as fh:
             json.dump(jsonable(doc), fh, indent=1, allow_nan=False)
             fh.write("\n")
+        os.chmod(tmp, 0o644)   # a report to share (mkstemp makes it private)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
