@@ -322,8 +322,8 @@ def direction_errors(lam: float, silos, tau2: float, lr: float = 1.0, dp_model: 
 def advise_directions(silos, tau2: float, lr: float = 1.0, dp_model: str = "prox",
                       grid=None) -> DirectionAdvice:
     """One common λ (and each silo's own) in **training units** for silos with curvature
-    (:func:`direction_errors`): a log grid over ``[1e-4, 1e5]`` (46 points) plus 0 and ∞, refined by a bounded 1-d search
-    around the grid's best (there is no closed form for a common λ across directions; per direction it is
+    (:func:`direction_errors`): a log grid over ``[1e-4, 1e5]`` (46 points) plus 0 and ∞, refined by a bounded 1-d
+    search around the grid's best (there is no closed form for a common λ across directions; per direction it is
     :func:`direction_lambda`)."""
     from scipy import optimize
 

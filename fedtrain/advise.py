@@ -300,7 +300,8 @@ def advise_and_check(data, configs, *, check: bool = True, store=None, progress=
                          swept_best_per_repeat=per_rep, swept_best_quantiles=_quantiles(boot),
                          swept_error_at_predicted=near, excess_at_predicted=near / err_best - 1.0,
                          excess_at_predicted_per_repeat=per_rep_excess,
-                         excess_at_unit_curvature=interpolated_error(curve, entry["unit_curvature_lambda"]) / err_best - 1.0)
+                         excess_at_unit_curvature=(interpolated_error(curve, entry["unit_curvature_lambda"])
+                                                   / err_best - 1.0))
         report.append(entry)
     return report
 
@@ -338,7 +339,8 @@ def plot_check(report, *, title: str = ""):
 
 def write_check(report, path, *, command: str, seconds: float, settings: dict, data_summary=None) -> None:
     """Write ``report`` with its provenance (the command, the git commit of the code, the seconds it took and this
-    process's CPU seconds, the settings and the data's name and SHA-256) to ``path`` as JSON, atomically (temporary file + rename)."""
+    process's CPU seconds, the settings and the data's name and SHA-256) to ``path`` as JSON, atomically (temporary
+    file + rename)."""
     import os
     import subprocess
     import tempfile
@@ -395,7 +397,9 @@ def _command_line(args: argparse.Namespace) -> str:
     import shlex
 
     def text(v):
-        return ",".join(text(x) for x in v) if isinstance(v, (list, tuple)) else f"{v:g}" if isinstance(v, float) else str(v)
+        if isinstance(v, (list, tuple)):
+            return ",".join(text(x) for x in v)
+        return f"{v:g}" if isinstance(v, float) else str(v)
 
     parts = ["fedtrain", "advise"]
     for key, value in vars(args).items():

@@ -21,8 +21,9 @@ Real-valued updates (L2 norm ≤ C) are scaled by ``s`` and rounded to integers 
   integers; :func:`integer_l1_bound`).  The paper's code uses ``sC·min(√d, C)``, which understates it for s > 1
   (the min must be taken in the scaled, integer domain).
 
-The first term of ε(α) is then the Gaussian's α/(2z²) times ``(c̃/c)²``, and the rest vanish as s grows.  :func:`skellam_exact_rdp` computes the exact Rényi divergence
-of a 1-d shifted Skellam from its pmf, an independent check that the bound holds and how loose it is.
+The first term of ε(α) is then the Gaussian's α/(2z²) times ``(c̃/c)²``, and the rest vanish as s grows.
+:func:`skellam_exact_rdp` computes the exact Rényi divergence of a 1-d shifted Skellam from its pmf, an
+independent check that the bound holds and how loose it is.
 """
 from __future__ import annotations
 
