@@ -200,7 +200,7 @@ def plot_panel(ax, settings: list[Setting], tau: float, *, show_sim: bool = True
         ax.axhline(plugin_error, color="tab:gray", ls="--", lw=1.5, label="empirical-Bayes λ̂ (no tuning cost)")
     if released_errors:
         ax.plot([], [], "D", ms=6, color="white", mec="black", mew=0.6,
-                label="◆ (right edge): expected released error, random h, λ log-uniform")
+                label="expected released error (right edge)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("MR-MTL regularization λ")
