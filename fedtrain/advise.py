@@ -45,7 +45,8 @@ if TYPE_CHECKING:  # pragma: no cover - fedtheory.advisor pulls scipy.optimize: 
     from fedtheory.advisor import Advice, DirectionAdvice  # registering the subcommand keeps `fedtrain run` light
 
 __all__ = ["Prediction", "predict", "nearest_grid_error", "interpolated_error", "advise_and_check", "plot_check",
-           "register", "configure_advise_parser", "run_advise", "write_check", "load_check", "DEFAULT_CHECK_LAMS",
+           "register", "configure_advise_parser", "run_advise", "code_commit", "write_check", "load_check",
+           "DEFAULT_CHECK_LAMS",
            "PAPER_CHECK_LAMS"]
 
 #: λ grid of ``--check`` when ``--lam`` is not given.
@@ -337,26 +338,39 @@ def plot_check(report, *, title: str = ""):
     return fig
 
 
-def write_check(report, path, *, command: str, seconds: float, settings: dict, data_summary=None) -> None:
-    """Write ``report`` with its provenance (the command, the git commit of the code, the seconds it took and this
-    process's CPU seconds, the settings and the data's name and SHA-256) to ``path`` as JSON, atomically (temporary
-    file + rename)."""
+def code_commit() -> dict:
+    """The git commit of this code and whether the working tree had uncommitted changes (``None`` outside git)."""
     import os
     import subprocess
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        run = lambda *a: subprocess.run(["git", *a], capture_output=True, text=True, timeout=10, cwd=here)  # noqa: E731
+        head = run("rev-parse", "HEAD").stdout.strip() or None
+        dirty = bool(run("status", "--porcelain", "--untracked-files=no").stdout.strip()) if head else None
+    except (OSError, subprocess.SubprocessError):
+        head, dirty = None, None
+    return {"commit": head, "dirty": dirty}
+
+
+def write_check(report, path, *, command: str, seconds: float, settings: dict, data_summary=None,
+                commit: dict | None = None) -> None:
+    """Write ``report`` with its provenance to ``path`` as JSON, atomically (temporary file + rename): the command,
+    the git commit of the code when the computation started (``commit``, from :func:`code_commit`; taken now if
+    not given) and whether the tree had uncommitted changes, the seconds it took and this process's CPU seconds,
+    the settings, and the data's name and SHA-256."""
+    import os
     import tempfile
     import time
 
     from fedtrain.results import jsonable
 
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
-                                cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        commit = None
+    commit = code_commit() if commit is None else commit
     data = None
     if data_summary is not None:
         data = {k: data_summary.get(k) for k in ("name", "real", "num_silos", "dim", "sha256")}
-    doc = {"command": command, "commit": commit, "seconds": round(float(seconds), 1),
+    doc = {"command": command, "commit": commit["commit"], "uncommitted_changes": commit["dirty"],
+           "seconds": round(float(seconds), 1),
            "cpu_seconds": round(time.process_time(), 1), "settings": settings,
            "data": data, "advice": report}
     folder = os.path.dirname(os.path.abspath(path))
@@ -423,6 +437,7 @@ def run_advise(args: argparse.Namespace, configs_from_args: Callable, out) -> in
     import time
 
     t0 = time.time()
+    commit = code_commit() if args.check_out else None   # the code that computes, not the code at write time
     configs = configs_from_args(args)
     one_split = len({_split_key(c) for c in configs}) == 1
     data = load_config_data(configs[0], args.data_dir)
@@ -439,7 +454,7 @@ def run_advise(args: argparse.Namespace, configs_from_args: Callable, out) -> in
                         eps=sorted({c.eps for c in configs}), lam=sorted({c.lam for c in configs}),
                         repeats=len({_split_key(c) for c in configs}), dp_model=args.dp_model)
         write_check(report, args.check_out, command=_command_line(args), seconds=time.time() - t0, settings=settings,
-                    data_summary=data.summary())
+                    data_summary=data.summary(), commit=commit)
     if args.json:
         print(json.dumps(jsonable({"dataset": args.dataset, "real_data": bool(data.real), "advice": report}),
                          allow_nan=False), file=out)
