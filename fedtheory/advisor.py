@@ -22,6 +22,14 @@ unweighted method of moments ``τ̂² = [S − (1 − 1/K)Σ_k σ̃_k²]/(K − 
 one very noisy silo dominates it).  Both are clipped at 0 (λ* = ∞).  The uncertainty of everything derived from
 τ̂² is a parametric bootstrap: releases are redrawn from the fitted model and the whole estimate redone;
 the report gives 10 % and 90 % quantiles.
+
+**Training units** (:func:`advise_directions`).  Theorem E.5 assumes unit curvature: MR-MTL's estimate is
+``(ŵ_k + λw̄)/(1 + λ)``.  Trained on a quadratic loss with Hessian ``H_k``, the prox term shrinks eigen-direction i
+(curvature h_i) by ``λ/(h_i + λ)`` instead, so along that direction the training λ equals ``h_i`` times the
+unit-curvature one: :func:`derive_direction_lambda` derives ``λ*_i = h_i·K v_i/((K − 1)V_i − v_i)`` with sympy, and
+:func:`direction_errors` adds the directions' errors weighted by their curvature (the excess test loss).  A
+common λ across directions has no closed form; :func:`advise_directions` minimises it numerically.  Features
+scaled by c scale every h_i by c² and the parameters by 1/c, so the advised λ scales by c².
 """
 from __future__ import annotations
 
@@ -34,7 +42,9 @@ from fedtheory._validation import as_float_array, check_choice, check_integer_at
 from fedtheory.mean_estimation import local_variance
 from fedtheory.mean_estimation.heterogeneous import mse_heterogeneous, optimal_lambdas_heterogeneous
 
-__all__ = ["CALIBRATIONS", "Advice", "noise_std", "estimate_tau2_heterogeneous", "estimate_tau2_reml",
+__all__ = ["CALIBRATIONS", "DP_MODELS", "Advice", "DirectionSilo", "DirectionAdvice", "noise_std",
+           "estimate_tau2_heterogeneous", "estimate_tau2_reml", "derive_direction_lambda", "direction_lambda",
+           "direction_errors", "advise_directions",
            "advise_from_variances", "advise"]
 
 CALIBRATIONS = ("analytic", "rdp", "classic")
@@ -190,3 +200,151 @@ def advise(n, eps, delta, *, sigma2=1.0, clip: float = 1.0, tau2: Optional[float
     sdp = noise_std(eps, delta, clip, calibration)
     s = np.asarray(local_variance(sigma2, n, sdp**2), dtype=float)
     return advise_from_variances(s, tau2, releases, bootstrap=bootstrap, seed=seed, tau2_method=tau2_method)
+
+
+# --------------------------------------------------------------------------------------------------
+# training units: one λ for a quadratic loss with curvature (MR-MTL's prox term, per eigen-direction)
+# --------------------------------------------------------------------------------------------------
+
+def derive_direction_lambda():
+    """Sympy derivation of the per-direction optimum (App. E.5 with curvature ``h``); returns
+    ``(lam_star, error)`` as sympy expressions in ``h, v, V, K, lam``.
+
+    Along an eigen-direction of silo k's loss ``½(w − ŵ_k)ᵀH_k(w − ŵ_k)`` with curvature h, MR-MTL's objective
+    ``+ (λ/2)‖w − w̄‖²`` is minimised by ``w = α ŵ_k + (1 − α) w̄``, ``α = h/(h + λ)`` (the prox term shrinks the
+    direction by ``λ/(h + λ)``).  With the centre ``w̄`` the plain average of the K local estimates (App. E.5's
+    structure) the silo's estimate is ``a ŵ_k + (1 − a) ŵ_{\\k}``, ``a = 1/K + (1 − 1/K)α``; its squared error
+    along the direction is ``a² v + (1 − a)² V`` (v: variance of ŵ_k, V: of ``ŵ_{\\k} − w_k``, eqs. 40-43), and
+    the test loss weighs it by h.  Sympy solves ``∂/∂a = 0`` and inverts ``a(λ)``:
+    ``λ* = h·K v/((K − 1)V − v)``, i.e. ``h`` times Theorem E.5's λ*_k for the direction's variances.
+    """
+    import sympy as sp
+
+    h, v, V, K, lam, a = sp.symbols("h v V K lambda a", positive=True)
+    err = a**2 * v + (1 - a) ** 2 * V
+    a_star = sp.solve(sp.diff(err, a), a)[0]
+    alpha = h / (h + lam)
+    lam_star = sp.solve(sp.Eq(1 / K + (1 - 1 / K) * alpha, a_star), lam)[0]
+    return sp.simplify(lam_star), h * err.subs(a, 1 / K + (1 - 1 / K) * alpha)
+
+
+def direction_lambda(h, v, V, K: int) -> np.ndarray:
+    """Per-direction optimum ``λ* = h·K v/((K − 1)V − v)`` (:func:`derive_direction_lambda`); ``inf`` where the
+    denominator is ≤ 0 (the direction is better served by FedAvg)."""
+    h, v, V = np.broadcast_arrays(as_float_array("h", h), as_float_array("v", v), as_float_array("V", V))
+    K = int(check_integer_at_least("K", K, 2))
+    den = (K - 1) * V - v
+    out = np.full(h.shape, np.inf)
+    np.divide(h * K * v, den, out=out, where=den > 0)
+    return out
+
+
+@dataclass(frozen=True)
+class DirectionSilo:
+    """One silo of the curvature-aware advisor: eigenvalues ``h`` of its loss Hessian, their eigenvectors
+    (columns of ``U``), the statistical variance of its local estimate along each (``stat_var``), and its
+    DP-SGD noise: per-step, per-coordinate variance ``dp_step_var`` over ``steps`` steps of size ``lr``."""
+
+    h: np.ndarray
+    U: np.ndarray
+    stat_var: np.ndarray
+    dp_step_var: float = 0.0
+    steps: int = 0
+
+
+@dataclass(frozen=True)
+class DirectionAdvice:
+    """What :func:`advise_directions` returns."""
+
+    common_lambda: float          # λ minimising the silos' average excess test error (training units)
+    lambda_k: np.ndarray          # each silo's own minimiser (inf = FedAvg)
+    grid: np.ndarray              # the λ grid of ``curve``
+    curve: np.ndarray             # average predicted excess test error on ``grid``
+    dp_model: str
+
+
+DP_MODELS = ("prox", "release")
+
+
+def _dp_var(silo: DirectionSilo, lam: float, lr: float, dp_model: str) -> np.ndarray:
+    from fedtheory.privacy.random_walk import dp_gd_noise_variance
+
+    if silo.dp_step_var == 0:
+        return np.zeros_like(silo.h)
+    h = silo.h + (lam if dp_model == "prox" else 0.0)
+    return np.atleast_1d(dp_gd_noise_variance(silo.dp_step_var, lr, h, int(silo.steps)))
+
+
+def direction_errors(lam: float, silos, tau2: float, lr: float = 1.0, dp_model: str = "prox") -> np.ndarray:
+    """Per-silo predicted excess test error ``Σ_i h_i E_i(λ)`` at one common λ (``inf`` = FedAvg).
+
+    Model (assumptions): quadratic loss per silo (least squares), true models ``w_k ~ N(θ, τ²I)`` (isotropic in
+    parameter space), centre = plain average of the K local estimates, so that along direction i of silo k
+    ``E_i = a² v_i + (1 − a)² V_i`` (:func:`derive_direction_lambda`) with ``V_i = Kτ²/(K − 1) + S_i/(K − 1)²``,
+    ``S_i`` the other silos' variances projected on the direction.  DP-SGD noise (``dp_model``):
+
+    * ``"release"``: the noise of the local run is part of ``v_i`` and shrunk with it (the variance of a local
+      model released once and then combined, App. E.5's reading; it decreases like ``α²``);
+    * ``"prox"`` (default): the noise enters every step of the personalised run, whose prox term contracts it at
+      rate ``1 − η(h_i + λ)``: variance ``s²(1 − ρ^{2T})/(1 − ρ²)``, ``ρ = 1 − η(h_i + λ)``
+      (:func:`fedtheory.privacy.random_walk.dp_gd_noise_variance`), added to the statistical error (it decreases
+      only like ``1/(h_i + λ)``, so the optimum is larger).  FedAvg (λ = ∞) then has no per-silo noise left
+      beyond the centre's.  Defined for stable steps, ``η(h_i + λ) < 2`` (a ``ValueError`` otherwise).
+    """
+    check_choice("dp_model", dp_model, DP_MODELS)
+    silos = list(silos)
+    K = len(silos)
+    if K < 2:
+        raise ValueError(f"silos must hold K >= 2 silos (got {K})")
+    lam = float(lam)
+    if not lam >= 0:
+        raise ValueError(f"lam must be >= 0 (got {lam!r})")
+    # total variance along each direction of each silo: statistical + local DP noise (at λ for the prox model:
+    # the centre averages the personalised models, whose noise the prox term has contracted; for FedAvg, λ = ∞,
+    # the centre's noise is counted as the local runs' at λ = 0)
+    lam_c = lam if (dp_model == "prox" and np.isfinite(lam)) else 0.0
+    tot = [s.stat_var + _dp_var(s, lam_c, lr, "prox") for s in silos]
+    M = sum((s.U * t) @ s.U.T for s, t in zip(silos, tot))
+    out = np.empty(K)
+    for k, (s, t) in enumerate(zip(silos, tot)):
+        S = np.einsum("pi,pq,qi->i", s.U, M, s.U) - t
+        V = K * tau2 / (K - 1) + S / (K - 1) ** 2
+        alpha = s.h / (s.h + lam) if np.isfinite(lam) else np.zeros_like(s.h)
+        a = 1.0 / K + (1.0 - 1.0 / K) * alpha
+        if dp_model == "release":
+            e = a**2 * t + (1 - a) ** 2 * V
+        else:   # the silo's own noise, contracted by the prox term (none left at λ = ∞ beyond the centre's)
+            e = a**2 * s.stat_var + (1 - a) ** 2 * V + (t - s.stat_var if np.isfinite(lam) else 0.0)
+        out[k] = float(s.h @ e)
+    return out
+
+
+def advise_directions(silos, tau2: float, lr: float = 1.0, dp_model: str = "prox",
+                      grid=None) -> DirectionAdvice:
+    """One common λ (and each silo's own) in **training units** for silos with curvature
+    (:func:`direction_errors`): a log grid over ``[1e-4, 1e5]`` (46 points) plus 0 and ∞, refined by a bounded 1-d
+    search around the grid's best (there is no closed form for a common λ across directions; per direction it is
+    :func:`direction_lambda`)."""
+    from scipy import optimize
+
+    tau2 = float(check_positive("tau2", tau2))
+    silos = list(silos)
+    g = np.concatenate([[0.0], np.logspace(-4, 5, 46), [np.inf]]) if grid is None else np.asarray(grid, float)
+    if dp_model == "prox" and any(s.dp_step_var > 0 for s in silos):
+        # gradient steps with the prox term are stable only for η(h + λ) < 2: larger finite λ are left out
+        lam_max = 2.0 / float(lr) - max(float(s.h.max()) for s in silos)
+        g = g[(g < lam_max) | ~np.isfinite(g)]
+    per = np.array([direction_errors(l, silos, tau2, lr, dp_model) for l in g])   # (grid, K)
+
+    def refine(f, i):
+        if i == 0 or i == len(g) - 1 or not np.isfinite(g[i]):
+            return float(g[i])
+        lo, hi = np.log(max(g[i - 1], 1e-6)), np.log(g[i + 1]) if np.isfinite(g[i + 1]) else np.log(g[i])
+        r = optimize.minimize_scalar(lambda x: f(float(np.exp(x))), bounds=(lo, hi), method="bounded",
+                                     options={"xatol": 1e-6})
+        return float(np.exp(r.x)) if r.fun <= f(float(g[i])) else float(g[i])
+
+    avg = per.mean(axis=1)
+    common = refine(lambda l: float(direction_errors(l, silos, tau2, lr, dp_model).mean()), int(np.argmin(avg)))
+    lam_k = np.array([float(g[int(np.argmin(per[:, k]))]) for k in range(len(silos))])
+    return DirectionAdvice(common, lam_k, g, avg, dp_model)

@@ -26,7 +26,8 @@ from fedtheory.mean_estimation import local_variance, mse, optimal_lambda, simul
 from fedtheory.mean_estimation.empirical_bayes import plugin_mse, simulate_plugin
 from fedtheory.privacy.tuning import tuned_noise_multiplier
 
-__all__ = ["PAPER", "Setting", "pretty_label", "curves", "summary", "plugin", "plot_panel", "plot_fig7", "plot_widget", "plot_run_distributions"]
+__all__ = ["PAPER", "Setting", "pretty_label", "curves", "summary", "released", "plugin", "plot_panel", "plot_fig7",
+           "plot_widget", "plot_run_distributions"]
 
 #: Fig. 7 settings (MR-MTL paper App. F and its released code).
 PAPER = dict(K=20, n=200, sigma=0.4, eps=0.25, delta=1e-5, clip=1.0, mean_runs=10.0,
@@ -119,6 +120,33 @@ def summary(settings: list[Setting], untuned: Optional[Setting] = None) -> dict:
     }
 
 
+def _law(label: str) -> tuple[str, Optional[float]]:
+    if "TNB" in label:
+        return "tnb", float(label.split("eta=")[1])
+    return "poisson", None
+
+
+def released(settings: list[Setting], tau: float, *, mean_runs: float = 10.0, K: int = 20, n: int = 200,
+             sigma: float = 0.4, clip: float = 1.0, lam_range=(1e-3, 1e2), points: int = 20_001) -> dict:
+    """Expected error of the **released** model per tuned curve: h runs with h ~ the curve's law (E[h] =
+    ``mean_runs``), each with λ drawn log-uniform over ``lam_range`` (the figure's range), noise-free selection of
+    the best (:func:`fedtheory.privacy.tuning.expected_best_of_runs`); for Poisson, h = 0 releases ⊥, counted at
+    the untuned private FedAvg error (P(h = 0) = e^{-E[h]}).  Computed through the laws' generating functions
+    (:func:`fedtheory.privacy.tuning.expected_released_value`).  The lowest point of a tuned curve (the paper's
+    reading) is what a tuner gets only when h is large; this averages over the random h and the draws."""
+    from fedtheory.privacy.tuning import expected_released_value, tnb_gamma, tnb_pmf
+
+    lam = np.logspace(np.log10(lam_range[0]), np.log10(lam_range[1]), int(points))
+    out = {}
+    for s in settings[2:]:
+        dist, eta = _law(s.label)
+        err = np.asarray(mse(lam, local_variance(sigma**2, n, (clip * s.z) ** 2), float(tau) ** 2, K))
+        p_one = float(tnb_pmf(1, eta, tnb_gamma(mean_runs, eta))) if dist == "tnb" else mean_runs * np.exp(-mean_runs)
+        out[s.label] = dict(expected=expected_released_value(err, dist, mean_runs, eta, none_value=settings[1].fedavg),
+                            p_one=float(p_one), p_zero=0.0 if dist == "tnb" else float(np.exp(-mean_runs)))
+    return out
+
+
 @dataclass(frozen=True)
 class Plugin:
     """MR-MTL with the empirical-Bayes λ̂ (free: post-processing of the untuned releases)."""
@@ -140,8 +168,10 @@ def plugin(settings: list[Setting], tau: float, *, K: int = 20, n: int = 200, si
 
 
 def plot_panel(ax, settings: list[Setting], tau: float, *, show_sim: bool = True, legend: bool = True,
-               plugin_error: Optional[float] = None) -> None:
-    """Draw one Fig. 7 panel into ``ax`` (with ``plugin_error``: a grey line at the plug-in λ̂'s error)."""
+               plugin_error: Optional[float] = None, released_errors: Optional[dict] = None) -> None:
+    """Draw one Fig. 7 panel into ``ax`` (with ``plugin_error``: a grey line at the plug-in λ̂'s error; with
+    ``released_errors`` (:func:`released`): a diamond per tuned curve at its expected released error, drawn
+    right of the λ range)."""
     cmap = plt.get_cmap("viridis")
     tuned = settings[2:]
     for k, s in enumerate(settings):
@@ -153,6 +183,9 @@ def plot_panel(ax, settings: list[Setting], tau: float, *, show_sim: bool = True
             style = dict(color=cmap(0.9 * (k - 2) / max(len(tuned) - 1, 1)), lw=1.3,
                          ls="--" if "Poisson" in s.label else "-")
         ax.plot(s.lambdas, s.error, label=pretty_label(s.label), **style)
+        if released_errors is not None and s.label in released_errors:
+            ax.plot([s.lambdas[-1] * 2.2], [released_errors[s.label]["expected"]], "D", ms=6, color=style["color"],
+                    mec="black", mew=0.6, clip_on=False)
         if show_sim and s.sim is not None:
             lam = s.sim.lambdas[1:-1]
             idx = np.unique(np.linspace(0, lam.size - 1, 9).round().astype(int))
@@ -165,6 +198,9 @@ def plot_panel(ax, settings: list[Setting], tau: float, *, show_sim: bool = True
     ax.axhline(u.fedavg, color="tab:red", ls="-.", lw=1, label="private FedAvg (λ=∞)")
     if plugin_error is not None:
         ax.axhline(plugin_error, color="tab:gray", ls="--", lw=1.5, label="empirical-Bayes λ̂ (no tuning cost)")
+    if released_errors:
+        ax.plot([], [], "D", ms=6, color="white", mec="black", mew=0.6,
+                label="expected released error (right edge)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("MR-MTL regularization λ")
@@ -183,7 +219,8 @@ def plot_fig7(taus: Sequence[float] = PAPER["taus"], *, trials: int = 500, seed:
     for ax, tau in zip(axes[:, 0], taus):
         settings = curves(tau, trials=trials, seed=seed, **kw)
         pk = {k: kw[k] for k in ("K", "n", "sigma", "clip") if k in kw}
-        plot_panel(ax, settings, tau, legend=False, plugin_error=plugin(settings, tau, **pk).exact)
+        rel = released(settings, tau, mean_runs=kw.get("mean_runs", PAPER["mean_runs"]), **pk)
+        plot_panel(ax, settings, tau, legend=False, plugin_error=plugin(settings, tau, **pk).exact, released_errors=rel)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=9, loc="lower center", ncol=3)
     eps = kw.get("eps", PAPER["eps"])

@@ -8,10 +8,22 @@ coordinate is (α, ε(α))-RDP with
 
     ε(α) = αΔ₂²/(2μ) + min( ((2α − 1)Δ₂² + 6Δ₁)/(4μ²),  3Δ₁/(2μ) ).
 
-Real-valued updates are scaled by ``s`` and rounded first: Δ₂ → sC, μ → s²(Cz)² for a Gaussian-equivalent
-noise multiplier z, Δ₁ → s·C·min(√d, C) (the code's choice); the first term is then the Gaussian's α/(2z²) and
-the rest vanish as s grows (:func:`skellam_rdp`).  :func:`skellam_exact_rdp` computes the exact Rényi divergence
-of a 1-d shifted Skellam from its pmf, an independent check that the bound holds and how loose it is.
+Real-valued updates (L2 norm ≤ C) are scaled by ``s`` and rounded to integers first, with noise variance
+``μ = s²(Cz)²`` for a Gaussian-equivalent noise multiplier z.  The sensitivities of the integer query
+(:func:`skellam_rdp`):
+
+* **Δ₂**: rounding inflates the scaled norm ``c = sC``.  Conditional randomized rounding (Kairouz, Liu & Steinke
+  2021, the rounding of the Skellam paper) resamples until ``‖x̃‖₂ ≤ c̃`` with
+  ``c̃² = min(c² + d/4 + √(2 ln(1/β))·(c + √d/2), (c + √d)²)`` (:func:`rounded_l2_bound`; β = e^{−0.5} as in their
+  code, the chance that one rounding attempt exceeds it), so Δ₂ = c̃ (relative inflation about
+  ``√(2 ln(1/β))/(2c)``: 5e-8 at c = 10⁷ with d = 10250).  ``rounding="none"`` keeps Δ₂ = c (an integer query).
+* **Δ₁**: an integer vector with ``‖v‖₂ ≤ Δ₂`` has ``‖v‖₁ ≤ Δ₂·min(√d, Δ₂)`` (Cauchy–Schwarz, and ``|v_i| ≤ v_i²`` for
+  integers; :func:`integer_l1_bound`).  The paper's code uses ``sC·min(√d, C)``, which understates it for s > 1
+  (the min must be taken in the scaled, integer domain).
+
+The first term of ε(α) is then the Gaussian's α/(2z²) times ``(c̃/c)²``, and the rest vanish as s grows.
+:func:`skellam_exact_rdp` computes the exact Rényi divergence of a 1-d shifted Skellam from its pmf, an
+independent check that the bound holds and how loose it is.
 """
 from __future__ import annotations
 
@@ -20,7 +32,12 @@ from scipy import special, stats
 
 from fedtheory._validation import as_float_array, check_integer_at_least, check_positive
 
-__all__ = ["skellam_rdp_integer", "skellam_rdp", "skellam_exact_rdp"]
+__all__ = ["ROUNDINGS", "skellam_rdp_integer", "rounded_l2_bound", "integer_l1_bound", "skellam_rdp",
+           "skellam_exact_rdp"]
+
+ROUNDINGS = ("conditional", "none")
+#: β of conditional randomized rounding in the Skellam / distributed discrete Gaussian code.
+DEFAULT_BETA = float(np.exp(-0.5))
 
 
 def skellam_rdp_integer(orders, mu: float, l2_sensitivity: float, l1_sensitivity: float) -> np.ndarray:
@@ -34,13 +51,40 @@ def skellam_rdp_integer(orders, mu: float, l2_sensitivity: float, l1_sensitivity
     return a * d2**2 / (2 * mu) + np.minimum(((2 * a - 1) * d2**2 + 6 * d1) / (4 * mu**2), 3 * d1 / (2 * mu))
 
 
-def skellam_rdp(orders, noise_multiplier: float, clip: float, dim: int, scale: float) -> np.ndarray:
-    """RDP of the scaled-and-rounded Skellam mechanism with Gaussian-equivalent multiplier z (see module)."""
+def rounded_l2_bound(l2: float, dim: int, beta: float = DEFAULT_BETA) -> float:
+    """``c̃ = sqrt(min(c² + d/4 + √(2 ln(1/β))(c + √d/2), (c + √d)²))``: the L2 norm that conditional randomized
+    rounding of a vector with ``‖x‖₂ ≤ c`` in ``d`` dimensions guarantees (it resamples above it)."""
+    c = float(check_positive("l2", l2))
+    d = int(check_integer_at_least("dim", dim, 1))
+    beta = float(beta)
+    if not 0.0 < beta < 1.0:
+        raise ValueError(f"beta must lie in (0, 1) (got {beta!r})")
+    return float(np.sqrt(min(c * c + d / 4 + np.sqrt(2 * np.log(1 / beta)) * (c + np.sqrt(d) / 2),
+                             (c + np.sqrt(d)) ** 2)))
+
+
+def integer_l1_bound(l2: float, dim: int) -> float:
+    """Largest ``‖v‖₁`` of an integer vector with ``‖v‖₂ ≤ l2`` in ``dim`` dimensions, bounded by
+    ``l2·min(√dim, l2)`` (Cauchy–Schwarz; ``|v_i| ≤ v_i²`` for integers)."""
+    c = float(check_positive("l2", l2))
+    d = int(check_integer_at_least("dim", dim, 1))
+    return c * min(np.sqrt(d), c)
+
+
+def skellam_rdp(orders, noise_multiplier: float, clip: float, dim: int, scale: float, *,
+                rounding: str = "conditional", beta: float = DEFAULT_BETA) -> np.ndarray:
+    """RDP of the scaled-and-rounded Skellam mechanism with Gaussian-equivalent multiplier z: noise variance
+    ``μ = (s·C·z)²``, Δ₂ = :func:`rounded_l2_bound` of ``sC`` (``rounding="none"``: ``sC``), Δ₁ =
+    :func:`integer_l1_bound` of Δ₂ (module docstring)."""
+    from fedtheory._validation import check_choice
+
     z = float(check_positive("noise_multiplier", noise_multiplier))
     c = float(check_positive("clip", clip))
     d = int(check_integer_at_least("dim", dim, 1))
     s = float(check_positive("scale", scale))
-    return skellam_rdp_integer(orders, (s * c * z) ** 2, s * c, s * c * min(np.sqrt(d), c))
+    check_choice("rounding", rounding, ROUNDINGS)
+    d2 = rounded_l2_bound(s * c, d, beta) if rounding == "conditional" else s * c
+    return skellam_rdp_integer(orders, (s * c * z) ** 2, d2, integer_l1_bound(d2, d))
 
 
 def skellam_exact_rdp(orders, mu: float, shift: int, *, width: float = 60.0) -> np.ndarray:

@@ -16,8 +16,14 @@ So the block is a Gaussian sum query with multiplier ``√(Σ_kept σ_s²)/Σ_s 
 (:func:`fused_noise_multiplier`) and every client runs S (fused) steps; the previous results
 (sum-dominating steps, :func:`fedtheory.privacy.secagg.heterogeneous_effective_multiplier`) apply.
 As in Thm 4.6, a step's model state is an auxiliary input of the next step (Assumption 4.1: every local
-mechanism is DP in its data for any auxiliary input); the intermediate states inside a block are treated
-the same way.
+mechanism is DP in its data for any auxiliary input).  Inside a fused block the intermediate states are not
+released, so they are *not* auxiliary inputs: a record also moves the later steps' gradients through the
+state.  Eq. 20's sensitivity ``Σ_s C_s`` then needs a **stable step** (the block's update maps non-expansive,
+e.g. a convex L-smooth loss with η ≤ 2/L): the two trajectories' gap grows by at most ``η C_s`` per step.  That is
+the paper's setting (a fixed number of steps, composed adaptively block by block).  For **non-convex** losses a
+step can expand the gap (by up to ``1 + ηL`` per step for an L-smooth loss), so the block's sensitivity can
+exceed ``Σ_s C_s`` and the fused argument does not cover it; per-step accounting (every step noisy) still does.
+The exact block below (:func:`exact_block_pld`) treats the gradients as fixed vectors, the same idealisation.
 
 **Poisson subsampling** (rate q per step): a record enters a block k ~ Binomial(m, q) times, shifting
 the release by ``k·C/m``.  The argument accounts the block as a Poisson-subsampled Gaussian with rate

@@ -79,6 +79,9 @@ __all__ = [
     "tnb_formula_values",
     "poisson_pmf",
     "sample_runs",
+    "runs_pmf",
+    "expected_best_of_runs",
+    "expected_released_value",
     "rdp_to_delta",
     "tnb_rdp",
     "poisson_rdp",
@@ -256,6 +259,71 @@ def sample_runs(distribution: str, mean_runs: float, eta: Optional[float] = None
     support = np.arange(1, hmax + 1)
     cdf = np.cumsum(tnb_pmf(support, eta, gamma))
     return support[np.minimum(np.searchsorted(cdf, rng.random(size) * cdf[-1]), hmax - 1)]
+
+
+def runs_pmf(distribution: str, mean_runs: float, eta: Optional[float] = None, *, tail: float = 1e-15) -> np.ndarray:
+    """``P(h)`` on ``h = 0, 1, ..., H`` for TNB(η, γ(E[h])) or Poisson(E[h]), with H the first h beyond which the
+    remaining mass is below ``tail`` (TNB puts no mass on 0)."""
+    check_choice("distribution", distribution, ("tnb", "poisson"))
+    if distribution == "tnb":
+        if eta is None:
+            raise ValueError("eta is required for distribution='tnb' (a float in (-1, inf))")
+        eta = _check_eta(eta)
+        gamma = tnb_gamma(mean_runs, eta)
+        hmax = int(np.ceil((40.0 + 5 * max(eta, 0.0)) / gamma)) + 10
+        p = np.concatenate([[0.0], tnb_pmf(np.arange(1, hmax + 1), eta, gamma)])
+    else:
+        mu = float(check_positive("mean_runs", mean_runs))
+        hmax = int(np.ceil(mu + 20 * math.sqrt(mu) + 40))
+        p = poisson_pmf(np.arange(hmax + 1), mu)
+    cut = int(np.searchsorted(np.cumsum(p), 1.0 - tail)) + 1
+    return p[: max(cut, 2)]
+
+
+def expected_best_of_runs(values, pmf_h, *, none_value: Optional[float] = None) -> float:
+    """Expected released value of "run h candidates, release the best (smallest)", averaged over h and the draws.
+
+    ``values``: the candidates' outcomes on an equally likely grid (e.g. the error at λ on a uniform grid in log λ:
+    λ drawn log-uniform); each run draws one of them uniformly and independently, and the selection is noise-free
+    (the smallest is released).  ``pmf_h[h]`` = P(h runs).  For ``h = 0`` (Poisson) the default output ⊥ is
+    released, worth ``none_value`` (required when ``pmf_h[0] > 0``).  With N sorted values ``e_(1) ≤ ... ≤ e_(N)``,
+    ``P(min = e_(j)) = (1 − (j−1)/N)^h − (1 − j/N)^h``.
+    """
+    e = np.sort(as_float_array("values", values).ravel())
+    p = as_float_array("pmf_h", pmf_h).ravel()
+    if e.size < 1 or not np.isfinite(e).all():
+        raise ValueError("values must hold at least one finite candidate value")
+    if (p < 0).any() or abs(p.sum() - 1.0) > 1e-9:
+        raise ValueError(f"pmf_h must be a probability vector on h = 0, 1, ... (sum {p.sum()!r})")
+    if p[0] > 0 and none_value is None:
+        raise ValueError("none_value is required when pmf_h[0] > 0 (the value of the default output for h = 0)")
+    N = e.size
+    surv = 1.0 - np.arange(N + 1) / N                   # P(one draw is not among the j smallest), j = 0..N
+    h = np.arange(p.size)[:, None]
+    keep = p > 0
+    w = surv[None, :-1] ** h[keep] - surv[None, 1:] ** h[keep]     # (h, N): P(min = e_(j) | h)
+    out = float(p[keep][h[keep, 0] > 0] @ (w[h[keep, 0] > 0] @ e))
+    return out + (float(p[0]) * float(none_value) if p[0] > 0 else 0.0)
+
+
+def expected_released_value(values, distribution: str, mean_runs: float, eta: Optional[float] = None, *,
+                            none_value: Optional[float] = None) -> float:
+    """:func:`expected_best_of_runs` for TNB(η, γ(E[h])) or Poisson(E[h]) through the law's probability generating
+    function G: ``Σ_j e_(j)·[G(1 − (j−1)/N) − G(1 − j/N)]`` (+ ``P(h = 0)·none_value`` for Poisson), in O(N)."""
+    check_choice("distribution", distribution, ("tnb", "poisson"))
+    if distribution == "tnb":
+        if eta is None:
+            raise ValueError("eta is required for distribution='tnb' (a float in (-1, inf))")
+        eta = _check_eta(eta)
+    mean_runs = float(check_positive("mean_runs", mean_runs))
+    e = np.sort(as_float_array("values", values).ravel())
+    if e.size < 1 or not np.isfinite(e).all():
+        raise ValueError("values must hold at least one finite candidate value")
+    p0 = math.exp(-mean_runs) if distribution == "poisson" else 0.0
+    if p0 > 0 and none_value is None:
+        raise ValueError("none_value is required for distribution='poisson' (the value of the default output, h = 0)")
+    G = _pgf(1.0 - np.arange(e.size + 1) / e.size, distribution, mean_runs, eta)
+    return float(-np.diff(G) @ e) + (p0 * float(none_value) if p0 > 0 else 0.0)
 
 
 # ----------------------------------------------------------------------------------------------------
