@@ -16,18 +16,19 @@ export FEDBOOK_FULL := $(FULL)
 venv:
 	@bash tools/setup_env.sh
 
-## all tests: unit tests, nbval over every notebook, then the book build and the browser test on it.
+## all tests: unit tests, nbval over every notebook, then the book build, the browser test and the book lint
+## (tools/book_lint.py: captions, TeX in tables, overflow at 1,280 px, paths and raw floats) on it.
 ## nbval skips the widgets' static frames (FEDBOOK_WIDGET_FRAMES=0); the book build draws them.
 test: venv
 	$(PY) -m pytest -q tests
 	$(PY) -m pytest -q --doctest-modules fedtheory fedtrain
 	FEDBOOK_WIDGET_FRAMES=0 $(PY) -m pytest -q --nbval-lax --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg book
 	@start=$$(date +%s); $(VENV)/bin/jupyter-book build . -W -n --keep-going && echo "book build: $$(( $$(date +%s) - start )) s"
-	FEDBOOK_BROWSER_BOOK=_build/html $(PY) -m pytest -q tests/test_browser_book.py
+	FEDBOOK_BROWSER_BOOK=_build/html $(PY) -m pytest -q tests/test_browser_book.py tests/test_book_lint.py
 
-## the browser test alone, on the book already in _build/html
+## the browser test and the book lint alone, on the book already in _build/html
 browser: venv
-	FEDBOOK_BROWSER_BOOK=_build/html $(PY) -m pytest -q tests/test_browser_book.py
+	FEDBOOK_BROWSER_BOOK=_build/html $(PY) -m pytest -q tests/test_browser_book.py tests/test_book_lint.py
 
 unit: venv
 	$(PY) -m pytest -q tests
