@@ -279,3 +279,19 @@ def test_mean_gap_is_difference_of_means_and_larger_std():
     diff, std = mean_gap(table, "A", "B", 1.0)
     assert math.isclose(diff, 0.3) and std == 0.03
     assert mean_gap(table, "B", "A", 1.0) == (-diff, std)
+
+
+def test_book_figures_by_name(tmp_path):
+    from fedtrain import figures
+
+    assert set(figures.BOOK_FIGURES) == set(figures._BOOK_FIGURE_MAKERS)
+    with pytest.raises(ValueError, match="name must be one of"):
+        figures.book_figure("fig-99")
+    # the command under the figure: draws it from the committed store and writes it at twice the density
+    out = tmp_path / "f.png"
+    assert figures.main(["local-vs-fedavg", "-o", str(out)]) == 0
+    import matplotlib.image as mpimg
+
+    h, w = mpimg.imread(out).shape[:2]
+    assert w >= 2 * 100 * figures.COLUMN_WIDTH_IN * 0.9  # about 1,360 px for a 680 px column
+    plt.close("all")
