@@ -49,10 +49,18 @@ def chapters() -> list[str]:
 
 
 def draw(out=None):
-    """Draw the map; write it to ``out`` (a path or file object, SVG) when given.  Returns the figure."""
+    """Draw the map; write it to ``out`` (a path or file object, SVG) when given.  Returns the figure.
+
+    Drawn with matplotlib's default settings, whatever the caller set, so the SVG is the same everywhere."""
     import matplotlib
 
     matplotlib.use("Agg")
+    with matplotlib.rc_context():
+        matplotlib.rcdefaults()
+        return _draw(out)
+
+
+def _draw(out):
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
 
