@@ -604,7 +604,7 @@ class BookFigure:
 
 def _store_figure(store, fig_name: str, dataset: str):
     rows = store.figure_rows(fig_name, dataset)
-    return rows, " ".join(store.note(dataset).split("\n"))
+    return rows, "; ".join(store.note(dataset).split("\n"))
 
 
 def _fig_local_fedavg(store):
@@ -626,7 +626,7 @@ def _fig_privacy_utility_school(store):
 
 def _fig_privacy_utility_standins(store):
     panels = {name: store.select(store.grid("fig3", name)) for name in ("vehicle-standin", "gleam-standin")}
-    prov = "; ".join(" ".join(store.note(name).split("\n")) for name in panels)
+    prov = " / ".join("; ".join(store.note(name).split("\n")) for name in panels)
     settings = "; ".join(f"{name}: {settings_text(rows)}" for name, rows in panels.items())
     return BookFigure(plot_privacy_utility_panels(panels), panels, prov, settings)
 
@@ -642,7 +642,7 @@ def _fig_theory(store):
     trained = store.theory()
     fig, summary = plot_theory_meets_training(trained, num_silos=THEORY_SETUP["num_silos"], tau=THEORY_SETUP["tau"],
                                               n=THEORY_SETUP["n"], sigma=THEORY_SETUP["sigma"])
-    return BookFigure(fig, trained, " ".join(store.note("theory").split("\n")),
+    return BookFigure(fig, trained, "; ".join(store.note("theory").split("\n")),
                       f"K={THEORY_SETUP['num_silos']} silos, n={THEORY_SETUP['n']}", extra=summary)
 
 
