@@ -16,7 +16,8 @@ export FEDBOOK_FULL := $(FULL)
 venv:
 	@bash tools/setup_env.sh
 
-## all tests: unit tests, nbval over every notebook, then the book build and the browser test on it.
+## all tests: unit tests, nbval over every notebook, then the book build, the browser test and the book lint
+## (tools/book_lint.py: captions, TeX in tables, overflow at 1,280 px, paths and raw floats) on it.
 ## Each notebook is executed once: nbval runs it (static widget frames included) and stores the executed
 ## notebook in the book's jupyter-cache (tools/nbval_cache.py); the build (execute_notebooks: cache)
 ## renders those outputs and executes only a notebook whose code changed since.
@@ -27,11 +28,11 @@ test: venv
 	rm -rf $(NB_CACHE)
 	FEDBOOK_NB_CACHE=$(NB_CACHE) $(PY) -m pytest -q -p tools.nbval_cache --nbval-lax --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg book
 	@start=$$(date +%s); $(VENV)/bin/jupyter-book build . -W -n --keep-going && echo "book build: $$(( $$(date +%s) - start )) s"
-	FEDBOOK_BROWSER_BOOK=_build/html $(PY) -m pytest -q tests/test_browser_book.py
+	FEDBOOK_BROWSER_BOOK=_build/html $(PY) -m pytest -q tests/test_browser_book.py tests/test_book_lint.py
 
-## the browser test alone, on the book already in _build/html
+## the browser test and the book lint alone, on the book already in _build/html
 browser: venv
-	FEDBOOK_BROWSER_BOOK=_build/html $(PY) -m pytest -q tests/test_browser_book.py
+	FEDBOOK_BROWSER_BOOK=_build/html $(PY) -m pytest -q tests/test_browser_book.py tests/test_book_lint.py
 
 unit: venv
 	$(PY) -m pytest -q tests

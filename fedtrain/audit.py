@@ -380,7 +380,7 @@ def broken_engine(*, noise_factor: float = 1.0, clip: bool = True) -> Iterator[N
 
 
 # --------------------------------------------------------------------------------------------------
-# near-cancelling canaries (issue 14, item 1): per-example clipping in clip-together mode
+# near-cancelling canaries: per-example clipping in clip-together mode
 # --------------------------------------------------------------------------------------------------
 def _near_cancelling_run(data: FederatedData, silo: int, included: np.ndarray, *, lam: float, lr: float,
                          clip: float, residual: float, eps: float, delta: float, seed: int) -> dict:
@@ -469,7 +469,7 @@ def near_cancelling_contributions(data: FederatedData, *, silo: int = 0, num_can
     P = λ(w_k − w̄).  Canary i is crafted so that its per-example gradient x̃_i(f_i − y_i) equals
     ``−P + residual·e_{j_i}`` (e_{j_i} a dimension no other record uses): its clip-together vector
     ``∇ℓ_i + P`` is ``residual·e_{j_i}`` (norm ``residual`` > c), a small difference of terms of size
-    ‖P‖: the situation of issue 14 item 1.  Correct clipping lets it contribute exactly ``clip``.
+    ‖P‖, where an expanded-form norm cancels catastrophically.  Correct clipping lets it contribute exactly ``clip``.
 
     The crafting needs round 1's models: they come from one-round runs of the engine on the same
     data with the canaries replaced by placeholder records (zero features and target: zero gradient at

@@ -4,7 +4,11 @@ Every plot function takes :class:`~fedtrain.engine.RunResult` objects (as return
 :func:`fedtrain.sweep.run_sweep`) or arrays, and returns a matplotlib :class:`~matplotlib.figure.Figure`.
 What is plotted is computed by :mod:`fedtrain.analysis` (best λ, curves, privacy tables, theory
 summaries); method labels and colours come from the method registry (:mod:`fedtrain.methods.registry`).
-Titles say which data (real or synthetic stand-in) and which settings a figure shows.
+Figures are drawn for the book's text column (:data:`COLUMN_WIDTH_IN` inches wide, shown at twice the
+pixel density, :func:`use_book_style`); titles name the data (real or synthetic stand-in) only, and
+the settings and provenance go into the figure's caption (:func:`settings_text`, :func:`book_figure`).
+Each privacy level ε has its own line style and marker (:func:`eps_style`), legends sit outside the
+axes, and log axes label their minor ticks (:func:`readable_log_axis`).
 """
 from __future__ import annotations
 
@@ -35,6 +39,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.engine import RunResult
 
 __all__ = [
+    "COLUMN_WIDTH_IN",
+    "use_book_style",
+    "eps_style",
+    "readable_log_axis",
+    "settings_text",
+    "BookFigure",
+    "BOOK_FIGURES",
+    "book_figure",
+    "plot_audit_scores",
     "plot_mask_ratio_sweep",
     "method_color",
     "metric_label",
@@ -49,6 +62,58 @@ __all__ = [
     "plot_theory_meets_training",
     "plot_rotated_masked_examples",
 ]
+
+#: The book's text column in inches (about 680 CSS pixels at 100 px per inch); figures are drawn this wide.
+COLUMN_WIDTH_IN = 6.8
+
+#: Line style and marker of each finite privacy level, in increasing ε; the non-private curve is dashed.
+_EPS_STYLES = [("-", "o"), ("-.", "s"), (":", "^"), ((0, (5, 1, 1, 1, 1, 1)), "D"), ((0, (1, 1)), "v"),
+               ((0, (8, 2)), "P"), ((0, (3, 1, 1, 1)), "X"), ((0, (2, 2)), "h")]
+
+
+def use_book_style() -> None:
+    """Set matplotlib for the book: figures :data:`COLUMN_WIDTH_IN` wide, 9-point text, and (inside IPython)
+    PNG outputs at twice the pixel density, displayed at column width (``retina`` format)."""
+    import matplotlib as mpl
+
+    mpl.rcParams.update({"figure.figsize": (COLUMN_WIDTH_IN, 4.0), "figure.dpi": 100, "font.size": 9,
+                         "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8.5,
+                         "xtick.labelsize": 8.5, "ytick.labelsize": 8.5, "savefig.bbox": "tight"})
+    try:
+        from IPython import get_ipython
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+    except ImportError:  # pragma: no cover - plain Python: nothing to configure
+        return
+    if get_ipython() is not None:
+        set_matplotlib_formats("retina")
+
+
+def eps_style(eps: float, eps_values: Sequence[float]) -> dict:
+    """Line style and marker of privacy level ``eps`` among ``eps_values`` (distinct for every finite ε;
+    dashed with squares for ε = ∞), as keyword arguments of ``Axes.plot``."""
+    finite = sorted(float(e) for e in eps_values if math.isfinite(float(e)))
+    if math.isinf(float(eps)):
+        return {"linestyle": "--", "marker": "s"}
+    ls, marker = _EPS_STYLES[finite.index(float(eps)) % len(_EPS_STYLES)]
+    return {"linestyle": ls, "marker": marker}
+
+
+def readable_log_axis(ax, axis: str = "y") -> None:
+    """Label a log axis in plain decimals (``0.02``, ``0.03``) instead of matplotlib's sparse ``3×10⁻²``: at
+    every multiple of a power of ten when it spans at most one decade, at 1, 2, 3 and 5 times each power up to
+    two decades, fewer beyond.  Call it after the data are plotted (it reads the axis limits)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    a = ax.yaxis if axis == "y" else ax.xaxis
+    lo, hi = (ax.get_ylim() if axis == "y" else ax.get_xlim())
+    decades = math.log10(hi / lo) if lo > 0 and hi > 0 else 99.0
+    subs = (np.arange(1.0, 10.0) if decades <= 1.0 else (1.0, 2.0, 3.0, 5.0) if decades <= 2 else (1.0, 3.0)
+            if decades <= 3 else (1.0,))
+    a.set_major_locator(LogLocator(base=10, subs=subs))
+    a.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
+    a.set_minor_locator(LogLocator(base=10, subs=np.arange(1.0, 10.0)))
+    a.set_minor_formatter(NullFormatter())
+
 
 def method_color(method: str) -> str:
     """The method's plot colour (from the registry)."""
@@ -85,37 +150,52 @@ def runs_text(rows: Sequence["RunResult"]) -> str:
     return f"{len({s for s, _ in pairs})} seeds (one split)"
 
 
-def _settings(rows: Sequence["RunResult"]) -> str:
+def settings_text(rows: Sequence["RunResult"]) -> str:
+    """The settings of ``rows`` for a caption: ``'R=200 rounds, B=32, C=1, δ=1e-03, 5 repeats'`` (R rounds,
+    batch B, clip norm C; the book's notation page), plus the number of diverged runs left out, if any."""
     c = rows[0].config
     delta = rows[0].delta
     d = f", δ={float(delta[0]):.0e}" if delta is not None and len(delta) else ""
     div = sum(r.diverged for r in rows)
     warn = f"; {div} diverged run(s) left out" if div else ""
-    return f"T={c.rounds} rounds, B={c.batch_size}, c={c.clip:g}{d}, {runs_text(rows)}{warn}"
+    return f"R={c.rounds} rounds, B={c.batch_size}, C={c.clip:g}{d}, {runs_text(rows)}{warn}"
+
+
+_settings = settings_text  # the plots of the deep-models chapter still put the settings in their titles
 
 
 def plot_training_curves(rows: Sequence["RunResult"], *, title: str | None = None, note: str = ""):
-    """Fig. 2: test metric against training round, one colour per method, solid = private, dashed = non-private.
+    """Fig. 2: test metric against training round, one colour per method and one line style per ε
+    (:func:`eps_style`; non-private dashed), the legend under the axes.
 
-    Bands are ±1 standard deviation (ddof = 1) over repeats (or seeds).
+    Bands are ±1 standard deviation (ddof = 1) over repeats (or seeds).  The title names the data;
+    ``note``, if given, is appended to it (the book puts settings and provenance in the caption instead).
     """
     import matplotlib.pyplot as plt
 
     rows = list(rows)
     curves = curves_by_method(rows)
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    eps_values = sorted({eps for _, eps in curves})
+    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, 4.6))
     for (label, eps), c in curves.items():
         color = method_color(c["method"])
-        ls = "--" if math.isinf(eps) else "-"
-        ax.plot(c["rounds"], c["mean"], ls, color=color, label=f"{label}, {_eps_text(eps)}")
-        ax.fill_between(c["rounds"], c["mean"] - c["std"], c["mean"] + c["std"], color=color, alpha=0.15)
+        style = eps_style(eps, eps_values)
+        every = max(1, len(c["rounds"]) // 8)
+        ax.plot(c["rounds"], c["mean"], color=color, ms=4, markevery=every, lw=1.4,
+                label=f"{label}, {_eps_text(eps)}", **style)
+        ax.fill_between(c["rounds"], c["mean"] - c["std"], c["mean"] + c["std"], color=color, alpha=0.12)
     metric = rows[0].metric
     ax.set_xlabel("training round")
     ax.set_ylabel(metric_label(metric))
-    ax.set_title(title or f"{data_label(rows)}\n{_settings(rows)}{note}", fontsize=10)
-    ax.legend(fontsize=8, ncol=2)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
+    if lower_is_better(metric):
+        ax.set_yscale("log")
+        readable_log_axis(ax, "y")
+    ax.set_title(title or f"{data_label(rows)}{note}")
+    ax.grid(alpha=0.3, which="both")
+    handles, labels = ax.get_legend_handles_labels()
+    ncol = 3
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, frameon=False, handlelength=3.2)
+    fig.tight_layout(rect=(0, 0.06 * math.ceil(len(labels) / ncol), 1, 1))
     return fig
 
 
@@ -151,9 +231,9 @@ def plot_privacy_utility(rows: Sequence["RunResult"], *, title: str | None = Non
     fig = None
     zax = None
     if ax is None and zoom_eps is not None:
-        fig, (ax, zax) = plt.subplots(1, 2, figsize=(9.5, 5.4), gridspec_kw={"width_ratios": [2.2, 1]})
+        fig, (ax, zax) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH_IN, 4.8), gridspec_kw={"width_ratios": [1.7, 1]})
     elif ax is None:
-        fig, ax = plt.subplots(figsize=(7, 4.4))
+        fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, 4.4))
     labels = list(OrderedDict.fromkeys(t["label"] for t in table))
     for j, label in enumerate(labels):
         ts = sorted((t for t in table if t["label"] == label), key=lambda t: t["eps"])
@@ -174,12 +254,12 @@ def plot_privacy_utility(rows: Sequence["RunResult"], *, title: str | None = Non
     ax.minorticks_off()
     if finite and math.inf in pos:
         ax.axvline(np.sqrt(finite[-1] * pos[math.inf]), color="0.5", ls="--", lw=0.8)
-    if lower_is_better(rows[0].metric):  # errors spanning multiples: log axis
+    if lower_is_better(rows[0].metric):  # errors spanning multiples: log axis, every tick labelled
         ax.set_yscale("log")
-    ax.set_xlabel("per-silo privacy budget ε (log scale; δ fixed per dataset)")
+        readable_log_axis(ax, "y")
+    ax.set_xlabel("per-silo privacy budget ε (log scale)")
     ax.set_ylabel(metric_label(rows[0].metric))
-    ax.set_title(title or f"{data_label(rows)}\n{_settings(rows)}; λ, η tuned per point; mean ± sd (ddof=1){note}",
-                 fontsize=10)
+    ax.set_title(title or f"{data_label(rows)}{note}")
     if zax is not None:  # zoom panel: one row per method at zoom_eps; the legend goes under both panels
         at = sorted((t for t in table if t["eps"] == zoom_eps), key=lambda t: t["mean"])
         # the x range covers the methods within 25 % of the best one; a method outside it is drawn at the
@@ -203,26 +283,25 @@ def plot_privacy_utility(rows: Sequence["RunResult"], *, title: str | None = Non
                 names.append(f"{t['label']} ({t['mean']:.3g}, off scale)")
         zax.set_xlim(lo_x, hi_x)
         zax.set_yticks(range(len(at)))
-        zax.set_yticklabels(names, fontsize=8)
+        zax.set_yticklabels(names, fontsize=7.5)
         zax.set_ylim(-0.6, len(at) - 0.4)
-        zax.set_xlabel(metric_label(rows[0].metric), fontsize=9)
+        zax.set_xlabel(metric_label(rows[0].metric).split(" (")[0], fontsize=8.5)
         zax.set_title("zoom: ε = ∞ (non-private)" if math.isinf(zoom_eps) else f"zoom: ε = {zoom_eps:g}",
                       fontsize=10)
-        zax.tick_params(axis="x", labelsize=8)
+        zax.tick_params(axis="x", labelsize=7.5)
         zax.grid(alpha=0.3)
         handles, names = ax.get_legend_handles_labels()
-        fig.legend(handles, names, fontsize=8, loc="lower center", ncol=min(len(names), 5), frameon=False)
-        fig.tight_layout(rect=(0, 0.08 + 0.04 * ((len(names) - 1) // 5), 1, 1))
+        fig.legend(handles, names, loc="lower center", ncol=min(len(names), 4), frameon=False)
+        fig.tight_layout(rect=(0, 0.05 + 0.05 * ((len(names) - 1) // 4), 1, 1))
         return fig
-    if len(labels) > 4:  # many methods: the legend goes beside the axes so that it hides no data
-        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
-        if fig is not None:
-            fig.set_size_inches(8.8, 4.4)
-    else:
-        ax.legend(fontsize=8, loc="best", framealpha=0.85)
-    ax.grid(alpha=0.3)
+    if fig is not None:  # the legend goes under the axes, so that it hides no data
+        handles, names = ax.get_legend_handles_labels()
+        fig.legend(handles, names, loc="lower center", ncol=min(len(names), 4), frameon=False)
+        fig.tight_layout(rect=(0, 0.05 + 0.05 * ((len(names) - 1) // 4), 1, 1))
+    else:  # a panel of a larger figure: the legend beside the axes, outside the data
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
+    ax.grid(alpha=0.3, which="both")
     if fig is not None:
-        fig.tight_layout()
         return fig
     return ax.figure
 
@@ -231,8 +310,9 @@ def plot_lambda_sweep(rows: Sequence["RunResult"], eps_values: Sequence[float], 
                       title: str | None = None, note: str = ""):
     """Fig. 5: ``method``'s test metric against λ (log scale) for each ε, with the Local and FedAvg endpoints.
 
-    One colour per ε; dotted/dashed horizontal lines are Local and FedAvg at that ε (best η); the
-    marker ★ is the best λ.  Bands are ±1 standard deviation (ddof = 1) over repeats (or seeds).
+    One colour, line style and marker per ε (:func:`eps_style`); thin dotted/dashed horizontal lines are
+    Local and FedAvg at that ε (best η); a star marks the best λ.  Bands are ±1 standard deviation
+    (ddof = 1) over repeats (or seeds).  The legend sits under the axes.
     """
     import matplotlib.pyplot as plt
 
@@ -240,34 +320,37 @@ def plot_lambda_sweep(rows: Sequence["RunResult"], eps_values: Sequence[float], 
     table = {(t["method"], t["eps"]): t for t in best_lambda_table(r for r in rows if r.config.method
                                                                    in ("local", "fedavg"))}
     lower = lower_is_better(rows[0].metric)
-    fig, ax = plt.subplots(figsize=(8.5, 4.4))
+    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, 5.0))
     palette = ["tab:red", "tab:orange", "tab:green", "tab:blue", "tab:purple", "tab:brown", "tab:pink", "tab:olive"]
-    finite = [e for e in eps_values if not math.isinf(e)]
-    for i, eps in enumerate(eps_values):
+    finite = sorted(e for e in eps_values if not math.isinf(e))
+    for eps in eps_values:
         color = "black" if math.isinf(eps) else palette[finite.index(eps) % len(palette)]
         cur = lambda_curve(rows, eps, method=method)
         ok = cur["lam"] > 0
         lam, mean, std = cur["lam"][ok], cur["mean"][ok], cur["std"][ok]
-        ax.plot(lam, mean, "o-", color=color, ms=4, label=f"{method_spec(method).label}, {_eps_text(eps)}")
-        ax.fill_between(lam, mean - std, mean + std, color=color, alpha=0.15)
+        ax.plot(lam, mean, color=color, ms=4, lw=1.4, label=f"{method_spec(method).label}, {_eps_text(eps)}",
+                **eps_style(eps, eps_values))
+        ax.fill_between(lam, mean - std, mean + std, color=color, alpha=0.12)
         b = int(np.argmin(mean) if lower else np.argmax(mean))
-        ax.plot(lam[b], mean[b], "*", color=color, ms=14)
+        ax.plot(lam[b], mean[b], "*", color=color, ms=13, mec="white", mew=0.6, zorder=5)
         for m, ls in (("local", ":"), ("fedavg", "--")):
             t = table.get((m, float(eps)))
             if t is not None:
-                ax.axhline(t["mean"], color=color, ls=ls, lw=1.2, alpha=0.8)
-    ax.plot([], [], "k:", label="Local (λ=0)")
-    ax.plot([], [], "k--", label="FedAvg")
+                ax.axhline(t["mean"], color=color, ls=ls, lw=0.9, alpha=0.7)
+    ax.plot([], [], color="0.3", ls=":", lw=0.9, label="Local (λ=0), same colour")
+    ax.plot([], [], color="0.3", ls="--", lw=0.9, label="FedAvg, same colour")
+    ax.plot([], [], "*", color="0.3", ms=10, ls="none", label="best λ")
     ax.set_xscale("log")
     if lower:  # errors of different privacy levels differ by multiples: a log axis keeps all visible
         ax.set_yscale("log")
-    ax.set_xlabel("λ (MR-MTL regularization strength)")
+        readable_log_axis(ax, "y")
+    ax.set_xlabel("λ (MR-MTL regularization strength, log scale)")
     ax.set_ylabel(metric_label(rows[0].metric))
-    ax.set_title(title or f"{data_label(rows)}\n{_settings(rows)}; ★ = best λ; bands ±1 sd (ddof=1){note}",
-                 fontsize=10)
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
+    ax.set_title(title or f"{data_label(rows)}{note}")
+    ax.grid(alpha=0.3, which="both")
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False, handlelength=3.2)
+    fig.tight_layout(rect=(0, 0.055 * math.ceil(len(labels) / 3), 1, 1))
     return fig
 
 
@@ -300,6 +383,7 @@ def plot_theory_vs_training(lams: np.ndarray, trained_mean: np.ndarray, trained_
         ax.axhline(theory_fedavg, color="tab:orange", ls="--", lw=1, label="closed-form FedAvg")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    readable_log_axis(ax, "y")
     ax.set_xlabel("λ (MR-MTL regularization strength, log scale)")
     ax.set_ylabel("estimation error E[(ŵ_k(λ) − w_k)²]")
     ax.set_title(title, fontsize=10)
@@ -318,10 +402,13 @@ def plot_privacy_utility_panels(panels: Mapping[str, Sequence["RunResult"]], *,
     import matplotlib.pyplot as plt
 
     notes = notes or {}
-    fig, axes = plt.subplots(len(panels), 1, figsize=(8.8, 4.6 * len(panels)), squeeze=False)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(COLUMN_WIDTH_IN, 3.6 * len(panels) + 0.8), squeeze=False)
     for ax, (name, rows) in zip(axes[:, 0], panels.items()):
         plot_privacy_utility(rows, ax=ax, note=notes.get(name, ""))
-    fig.tight_layout()
+        ax.get_legend().remove()
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 4), frameon=False)
+    fig.tight_layout(rect=(0, 0.7 * math.ceil(len(labels) / 4) / fig.get_figheight(), 1, 1))
     return fig
 
 
@@ -337,7 +424,7 @@ def plot_theory_meets_training(trained: Mapping[float, Mapping[str, Any]], *, nu
 
     summary = theory_summary(trained, tau=tau)
     k = len(trained)
-    fig, axes = plt.subplots(k, 1, figsize=(7.2, 2.9 * k + 1.6), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(k, 1, figsize=(COLUMN_WIDTH_IN, 2.6 * k + 1.6), sharex=True, squeeze=False)
     n_sets = 0
     for ax, (eps, t) in zip(axes[:, 0], trained.items()):
         s = summary[eps]
@@ -363,8 +450,8 @@ def plot_theory_meets_training(trained: Mapping[float, Mapping[str, Any]], *, nu
     settings = f"K={num_silos}" + (f", n={n}" if n is not None else "") + f", τ={tau:g}" + \
         (f", σ={sigma:g}" if sigma is not None else "")
     fig.suptitle(f"Closed form (Lemma 6.7) vs trained MR-MTL\nGaussian mean estimation, {settings}; "
-                 f"{n_sets} synthetic datasets" + (f"\n{note}" if note else ""), fontsize=11)
-    top = 0.7 + (0.25 if note else 0.0)
+                 f"{n_sets} synthetic datasets" + (f"\n{note}" if note else ""), fontsize=10)
+    top = 0.7 + (0.25 * (note.count("\n") + 1) if note else 0.0)
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 1 - top / fig.get_figheight()),
                ncol=2, fontsize=9, frameon=False)
     fig.tight_layout(rect=(0, 0, 1, 1 - (top + 0.3) / fig.get_figheight()))
@@ -470,3 +557,172 @@ def plot_mask_ratio_sweep(rows: Sequence["RunResult"], eps: float, *, note: str 
         fig.tight_layout()
         return fig
     return ax.figure
+
+
+def plot_audit_scores(audits: Sequence[tuple[str, Any]], *, bins: int = 40):
+    """The one-run audit's canary scores (:func:`fedtrain.audit.audit_one_run`): one panel per
+    ``(label, AuditResult)``, histograms of the final model's weight on each canary's own dimension for
+    canaries left out and put in, and the audit's ε lower bound next to the claimed ε in the panel title."""
+    import matplotlib.pyplot as plt
+
+    audits = list(audits)
+    if not audits:
+        raise ValueError("audits must hold at least one (label, AuditResult) pair")
+    fig, axes = plt.subplots(1, len(audits), figsize=(COLUMN_WIDTH_IN, 3.0), sharey=True, squeeze=False)
+    for ax, (label, a) in zip(axes[0], audits):
+        s, m = np.asarray(a.details["scores"]), np.asarray(a.details["membership"], dtype=bool)
+        edges = np.linspace(s.min(), s.max(), bins)
+        ax.hist(s[~m], edges, alpha=0.6, color="tab:blue", label="canary out")
+        ax.hist(s[m], edges, alpha=0.6, color="tab:orange", hatch="//", label="canary in")
+        ax.set_title(f"{label}\nε ≥ {a.eps_lower:.2f} (claim {a.eps_claimed:.2f})", fontsize=9)
+        ax.set_xlabel("weight on the canary's dimension")
+        ax.grid(alpha=0.3)
+    axes[0, 0].set_ylabel("canaries (count)")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False)
+    fig.tight_layout(rect=(0, 0.09, 1, 1))
+    return fig
+
+
+# --------------------------------------------------------------------------------------------------
+# the book's figures, by name: one call regenerates a figure from the committed results store
+# --------------------------------------------------------------------------------------------------
+class BookFigure:
+    """A figure of the book: the matplotlib ``figure``, the ``rows`` it plots, its ``provenance`` (which
+    store file, engine version, commit and scale it read; for the caption's footnote), the ``settings``
+    of the runs (for the caption) and ``extra`` (what the plot function computed, e.g. a summary)."""
+
+    def __init__(self, figure, rows, provenance: str, settings: str, extra: Any = None):
+        self.figure, self.rows, self.provenance, self.settings, self.extra = figure, rows, provenance, settings, extra
+
+    def savefig(self, path, **kw) -> None:
+        """Write the figure (``Figure.savefig`` at twice the screen density unless ``dpi`` is given)."""
+        kw.setdefault("dpi", 200)
+        kw.setdefault("bbox_inches", "tight")
+        self.figure.savefig(path, **kw)
+
+
+def _store_figure(store, fig_name: str, dataset: str):
+    rows = store.figure_rows(fig_name, dataset)
+    return rows, "; ".join(store.note(dataset).split("\n"))
+
+
+def _fig_local_fedavg(store):
+    rows, prov = _store_figure(store, "fig2", "school")
+    return BookFigure(plot_training_curves(rows), rows, prov, settings_text(rows))
+
+
+def _fig_lambda(store, dataset):
+    rows, prov = _store_figure(store, "fig5" if dataset == "school" else "fig3", dataset)
+    eps_values = sorted({r.config.eps for r in rows})
+    return BookFigure(plot_lambda_sweep(rows, eps_values), rows, prov, settings_text(rows))
+
+
+def _fig_privacy_utility_school(store):
+    rows, prov = _store_figure(store, "fig3", "school")
+    zoom = max(e for e in {r.config.eps for r in rows} if math.isfinite(e))
+    return BookFigure(plot_privacy_utility(rows, zoom_eps=zoom), rows, prov, settings_text(rows))
+
+
+def _fig_privacy_utility_standins(store):
+    panels = {name: store.select(store.grid("fig3", name)) for name in ("vehicle-standin", "gleam-standin")}
+    prov = " / ".join("; ".join(store.note(name).split("\n")) for name in panels)
+    settings = "; ".join(f"{name}: {settings_text(rows)}" for name, rows in panels.items())
+    return BookFigure(plot_privacy_utility_panels(panels), panels, prov, settings)
+
+
+def _fig_overhead(store):
+    rows, prov = _store_figure(store, "fig4", "vehicle-standin")
+    return BookFigure(plot_privacy_utility(rows), rows, prov, settings_text(rows))
+
+
+def _fig_theory(store):
+    from fedtrain.presets import THEORY_SETUP
+
+    trained = store.theory()
+    fig, summary = plot_theory_meets_training(trained, num_silos=THEORY_SETUP["num_silos"], tau=THEORY_SETUP["tau"],
+                                              n=THEORY_SETUP["n"], sigma=THEORY_SETUP["sigma"])
+    return BookFigure(fig, trained, "; ".join(store.note("theory").split("\n")),
+                      f"K={THEORY_SETUP['num_silos']} silos, n={THEORY_SETUP['n']}", extra=summary)
+
+
+def _fig_audit_scores(_store=None):
+    from fedtrain import audit
+    from fedtrain.config import RunConfig
+    from fedtrain.testing import tiny_federated
+
+    # the privacy-audit chapter's setting: 3 silos of 100 records, 4 features, full batches, claimed ε = 2
+    base = tiny_federated("regression", num_silos=3, dim=4, n_range=(100, 100), seed=0)
+    cfg = RunConfig("tiny", "local", eps=2.0, delta=1e-5, lam=1.0, lr=0.5, rounds=20, batch_size=4096)
+    honest = audit.audit_one_run(cfg, base, num_canaries=1000)
+    with audit.broken_engine(noise_factor=0.2):
+        broken = audit.audit_one_run(cfg, base, num_canaries=1000)
+    fig = plot_audit_scores([("engine as built", honest), ("noise × 0.2 (broken)", broken)])
+    return BookFigure(fig, None, "computed when drawn: fedtrain.testing.tiny_federated (synthetic), no stored results",
+                      "R=20 rounds, full batches, C=1, δ=1e-05, 1,000 canaries", extra={"honest": honest, "broken": broken})
+
+
+#: The book's figures drawn by :func:`book_figure` (all but ``audit-scores`` from the committed results store):
+#: name → (chapter, what it shows).
+BOOK_FIGURES: dict[str, tuple[str, str]] = {
+    "local-vs-fedavg": ("empirical_local_vs_fedavg", "Fig. 2: Local, FedAvg and finetuning on School"),
+    "lambda-school": ("empirical_local_vs_fedavg", "Fig. 5: MR-MTL against λ on School"),
+    "privacy-utility-school": ("empirical_privacy_utility", "Fig. 3 (b): every method against ε on School"),
+    "privacy-utility-standins": ("empirical_privacy_utility", "Fig. 3 (a, c): the Vehicle and GLEAM stand-ins"),
+    "lambda-vehicle-standin": ("empirical_privacy_utility", "Fig. 5 on the Vehicle stand-in"),
+    "lambda-gleam-standin": ("empirical_privacy_utility", "Fig. 5 on the GLEAM stand-in"),
+    "overhead": ("empirical_privacy_utility", "Fig. 4: the privacy overhead of Ditto and IFCA"),
+    "theory-meets-training": ("theory_meets_training", "closed-form E(λ) next to trained MR-MTL"),
+    "audit-scores": ("privacy_audit", "the one-run audit's canary scores, engine as built and broken"),
+}
+
+_BOOK_FIGURE_MAKERS: dict[str, Callable[[Any], BookFigure]] = {
+    "local-vs-fedavg": _fig_local_fedavg,
+    "lambda-school": lambda st: _fig_lambda(st, "school"),
+    "privacy-utility-school": _fig_privacy_utility_school,
+    "privacy-utility-standins": _fig_privacy_utility_standins,
+    "lambda-vehicle-standin": lambda st: _fig_lambda(st, "vehicle-standin"),
+    "lambda-gleam-standin": lambda st: _fig_lambda(st, "gleam-standin"),
+    "overhead": _fig_overhead,
+    "theory-meets-training": _fig_theory,
+    "audit-scores": _fig_audit_scores,
+}
+_NEEDS_NO_STORE = {"audit-scores"}
+
+
+def book_figure(name: str, store=None) -> BookFigure:
+    """Draw the book's figure ``name`` (a key of :data:`BOOK_FIGURES`) from the committed results store
+    (``store``, default :func:`fedtrain.results.committed_store`), as the chapter shows it.
+
+    Example (the command under each figure of the book): ``python -m fedtrain.figures local-vs-fedavg``
+    writes ``local-vs-fedavg.png``.
+    """
+    if name not in _BOOK_FIGURE_MAKERS:
+        raise ValueError(f"name must be one of {sorted(_BOOK_FIGURE_MAKERS)} (got {name!r})")
+    if store is None and name not in _NEEDS_NO_STORE:
+        from fedtrain.results import committed_store
+
+        store = committed_store()
+    return _BOOK_FIGURE_MAKERS[name](store)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m fedtrain.figures NAME [-o FILE]``: write the book's figure NAME as a PNG (default NAME.png)."""
+    import argparse
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    p = argparse.ArgumentParser(prog="python -m fedtrain.figures", description=main.__doc__)
+    p.add_argument("name", choices=sorted(BOOK_FIGURES))
+    p.add_argument("-o", "--output", default=None, help="output file (default: NAME.png)")
+    args = p.parse_args(argv)
+    use_book_style()
+    out = args.output or f"{args.name}.png"
+    book_figure(args.name).savefig(out)
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

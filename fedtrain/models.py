@@ -17,7 +17,7 @@ two paths behind one method, :meth:`FunctionalModel.clipped_grad_sum`:
   sets the clip factor;
 * **closed form** (:class:`LinearModel`, ``f = x̃ W``): ``G_i = x̃_i ⊗ ∂ℓ/∂f`` is never formed; the
   norm comes from ``‖x̃‖²‖g‖² [+ 2 x̃ᵀP g + ‖P‖²]`` and the sum is one ``einsum``.  That expanded form
-  cancels catastrophically when a gradient nearly cancels the proximal term ``P`` (issue 14 item 1),
+  cancels catastrophically when a gradient nearly cancels the proximal term ``P``,
   so its rigorous float error bound ``2γ(‖x̃‖²‖g‖² + ‖P‖²)`` (``γ = 1.25·n·u``, ``n`` the longest
   dot product plus 3, ``u = 2⁻²⁴`` in float32; Higham, *Accuracy and Stability*, §3.1) is evaluated
   for every example, and the

@@ -49,7 +49,7 @@ PAPER_DEFAULTS: dict[str, dict[str, Any]] = {
     "school": dict(rounds=200, batch_size=32, clip=1.0, delta=1e-3, local_epochs=1, num_clusters=3),
     "vehicle": dict(rounds=400, batch_size=64, clip=6.0, delta=1e-7, local_epochs=1, num_clusters=4),
     "gleam": dict(rounds=200, batch_size=64, clip=6.0, delta=1e-4, local_epochs=1, num_clusters=3),
-    # the deep half (App. C.1, C.4; issue 13): the ConvNet on the image datasets
+    # the deep half (App. C.1, C.4): the ConvNet on the image datasets
     # Rotated & Masked MNIST: δ not stated in the paper, the released code's default 1e-7; T = 200 (paper;
     # the runner's default is 100, notes §7 item 18); 4 clusters (one per rotation, the runner's default)
     "rotated-masked-mnist": dict(rounds=200, batch_size=100, clip=1.0, delta=1e-7, local_epochs=1, num_clusters=4,
@@ -367,7 +367,7 @@ def theory_grid(grid: str | None = None) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------------
-# the deep chapter (book/deep_models.ipynb; MR-MTL paper Fig. 6 and Fig. 3(d), issue 13)
+# the deep chapter (book/deep_models.ipynb; MR-MTL paper Fig. 6 and Fig. 3(d))
 # --------------------------------------------------------------------------------------------------
 #: The runs behind the deep chapter's figures, at two scales.
 #:

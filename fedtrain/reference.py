@@ -22,7 +22,8 @@ distribution as the engine's initialization, a different draw), softmax cross-en
 Methods: ``local``, ``fedavg``, ``mrmtl``.  MR-MTL's proximal term:
 
 * ``prox_mode="post-noise"``: ``λ(w − w̄)`` is added to ``p.grad`` after Opacus privatized it (a
-  parameter-only term added to the loss would be silently dropped by Opacus, issue 249);
+  parameter-only term added to the loss would be silently dropped by Opacus, whose grad samplers see only
+  the layers' activations);
 * ``prox_mode="clip-together"``: a custom Opacus grad sampler (``register_grad_sampler``) adds
   ``λ(w − w̄)`` to every example's gradient, so Opacus clips it with the example (``linear`` only:
   for the ConvNet the reference supports ``post-noise`` and raises ``ValueError`` otherwise).

@@ -16,7 +16,11 @@ from fedtrain.figures import (  # noqa: E402
     data_label,
     lambda_curve,
     method_label,
+    COLUMN_WIDTH_IN,
+    eps_style,
     plot_lambda_sweep,
+    readable_log_axis,
+    settings_text,
     plot_privacy_utility,
     plot_theory_vs_training,
     plot_training_curves,
@@ -87,8 +91,13 @@ def test_training_curves(rows):
     assert c["n"] == 2 and np.all(c["std"] >= 0)
     fig = plot_training_curves([r for r in rows if r.config.method in ("local", "fedavg")], note=" (test)")
     ax = fig.axes[0]
-    assert len(ax.get_lines()) == 4 and "synthetic stand-in" in ax.get_title() and "2 seeds" in ax.get_title()
+    assert len(ax.get_lines()) == 4 and "synthetic stand-in" in ax.get_title() and ax.get_title().endswith("(test)")
+    assert "2 seeds" in settings_text(rows) and "2 seeds" not in ax.get_title()  # settings go to the caption
     assert ax.get_xlabel() == "training round" and "MSE" in ax.get_ylabel()
+    # every (method, ε) curve has its own (colour, line style, marker); the legend sits outside the axes
+    styles = {(ln.get_color(), str(ln.get_linestyle()), ln.get_marker()) for ln in ax.get_lines()}
+    assert len(styles) == 4 and ax.get_legend() is None and len(fig.legends) == 1
+    assert fig.get_size_inches()[0] == pytest.approx(COLUMN_WIDTH_IN)
     plt.close(fig)
     with pytest.raises(ValueError, match="eval_every"):
         curves_by_method([_fake("local", 1.0, 0.0, 0.1, 0, 0.5, curve=None)])
@@ -104,8 +113,8 @@ def test_diverged_runs_are_left_out_of_the_best_lambda():
 def test_privacy_utility_and_lambda_plots(rows):
     fig = plot_privacy_utility(rows)
     ax = fig.axes[0]
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels == ["Local", "FedAvg", "Finetune (50% FedAvg)", "MR-MTL", "Ditto"]
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == ["Local", "FedAvg", "Finetune (50% FedAvg)", "MR-MTL", "Ditto"] and ax.get_legend() is None
     assert [t.get_text() for t in ax.get_xticklabels()] == ["2", "∞\n(non-private)"]
     plt.close(fig)
     # the zoom panel at one ε: one row per method, sorted by the metric, the legend under both panels
@@ -121,7 +130,27 @@ def test_privacy_utility_and_lambda_plots(rows):
         plot_privacy_utility(rows, zoom_eps=3.0)
     fig = plot_lambda_sweep(rows, [2.0, math.inf])
     ax = fig.axes[0]
-    assert ax.get_xscale() == "log" and "λ" in ax.get_xlabel() and "best λ" in ax.get_title()
+    assert ax.get_xscale() == "log" and "λ" in ax.get_xlabel()
+    assert "best λ" in [t.get_text() for t in fig.legends[0].get_texts()]
+    # ε = 2 and non-private differ in line style and marker, not only in colour
+    (l2, _), (linf, _) = [(ln, None) for ln in ax.get_lines() if ln.get_label().startswith("MR-MTL")]
+    assert (l2.get_linestyle(), l2.get_marker()) != (linf.get_linestyle(), linf.get_marker())
+    plt.close(fig)
+
+
+def test_eps_styles_are_distinct_and_log_ticks_readable():
+    eps = [0.5, 1.0, 2.0, 4.0, 8.0, math.inf]
+    styles = [tuple(sorted((k, str(v)) for k, v in eps_style(e, eps).items())) for e in eps]
+    assert len(set(styles)) == len(eps)
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [0.021, 0.049])
+    ax.set_yscale("log")
+    readable_log_axis(ax, "y")
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    lo, hi = ax.get_ylim()
+    shown = [float(t) for t in labels if lo <= float(t) <= hi]
+    assert len(shown) >= 3 and all("10" not in t for t in labels)  # 0.03, 0.04, ... not 3×10⁻²
     plt.close(fig)
 
 
@@ -250,3 +279,19 @@ def test_mean_gap_is_difference_of_means_and_larger_std():
     diff, std = mean_gap(table, "A", "B", 1.0)
     assert math.isclose(diff, 0.3) and std == 0.03
     assert mean_gap(table, "B", "A", 1.0) == (-diff, std)
+
+
+def test_book_figures_by_name(tmp_path):
+    from fedtrain import figures
+
+    assert set(figures.BOOK_FIGURES) == set(figures._BOOK_FIGURE_MAKERS)
+    with pytest.raises(ValueError, match="name must be one of"):
+        figures.book_figure("fig-99")
+    # the command under the figure: draws it from the committed store and writes it at twice the density
+    out = tmp_path / "f.png"
+    assert figures.main(["local-vs-fedavg", "-o", str(out)]) == 0
+    import matplotlib.image as mpimg
+
+    h, w = mpimg.imread(out).shape[:2]
+    assert w >= 2 * 100 * figures.COLUMN_WIDTH_IN * 0.9  # about 1,360 px for a 680 px column
+    plt.close("all")

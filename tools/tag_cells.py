@@ -25,6 +25,12 @@ Rules, first match wins (``OVERRIDES`` below comes before all of them):
 
 ``OVERRIDES`` maps ``(notebook, cell id)`` to the tag to use instead (``None`` = show the input),
 for teaching code: cells whose few lines show how a reader calls the library.
+
+Per notebook: in :data:`REVEALABLE` notebooks rule 2 gives ``hide-input`` instead of ``remove-input``, so that
+the code behind every figure and table can be revealed on the page (the goal for the whole book; notebooks
+join the set as they are revised).  In :data:`SHOWN` notebooks (worked pipelines whose code is the lesson)
+rule 3 shows the input.  A cell tagged ``hide-cell`` (an exercise's solution: input and output collapsed
+together) gets none of the three tags.
 """
 from __future__ import annotations
 
@@ -49,6 +55,12 @@ OVERRIDES: dict[tuple[str, str], str | None] = {
     # privacy primer: calibrate the noise for a target ε with each accountant, then account for it again
     ("privacy_primer.ipynb", "7962bc3b"): None,
 }
+
+#: notebooks whose display cells are ``hide-input`` (revealable) instead of ``remove-input``
+REVEALABLE = {"empirical_local_vs_fedavg.ipynb", "empirical_privacy_utility.ipynb", "theory_meets_training.ipynb",
+              "privacy_audit.ipynb", "practitioner_pipeline.ipynb", "pets_case_study.ipynb"}
+#: notebooks whose code cells show their input (rule 3 gives no tag): the code is what the chapter teaches
+SHOWN = {"practitioner_pipeline.ipynb"}
 
 WIDGET_CALLS = {"figure_widget", "interact", "interactive"}
 DISPLAY_CALLS = {"show", "display"}
@@ -114,8 +126,14 @@ def tag_notebook(path: Path) -> tuple[dict, int]:
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
         key = (path.name, cell.get("id"))
         want = OVERRIDES[key] if key in OVERRIDES else rule_tag(source)
+        if want == "remove-input" and path.name in REVEALABLE:
+            want = "hide-input"
+        if want == "hide-input" and path.name in SHOWN and key not in OVERRIDES:
+            want = None
         meta = cell.setdefault("metadata", {})
         old = list(meta.get("tags", []))
+        if "hide-cell" in old:
+            want = None
         new = [t for t in old if t not in MANAGED] + ([want] if want else [])
         if new != old:
             changed += 1
