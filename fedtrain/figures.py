@@ -209,6 +209,18 @@ def eps_positions(eps_values: Sequence[float]) -> dict[float, float]:
     return pos
 
 
+
+def eps_axis(ax, eps_values: Sequence[float], pos: dict[float, float]) -> None:
+    """A log ε axis with a tick at each budget, ∞ drawn at ``pos[inf]`` and labelled "non-private", and a
+    dashed line between the finite budgets and ∞ (positions from :func:`eps_positions`)."""
+    finite = [e for e in eps_values if math.isfinite(e)]
+    ax.set_xscale("log")
+    ax.set_xticks([pos[e] for e in eps_values])
+    ax.set_xticklabels(["∞\n(non-private)" if math.isinf(e) else f"{e:g}" for e in eps_values])
+    ax.minorticks_off()
+    if finite and math.inf in pos:
+        ax.axvline(math.sqrt(finite[-1] * pos[math.inf]), color="0.5", ls="--", lw=0.8)
+
 def plot_privacy_utility(rows: Sequence["RunResult"], *, title: str | None = None, note: str = "",
                          ax=None, zoom_eps: float | None = None):
     """Fig. 3 / Fig. 4: test metric (mean ± sd over repeats or seeds) against per-silo ε, every method at its
@@ -247,13 +259,7 @@ def plot_privacy_utility(rows: Sequence["RunResult"], *, title: str | None = Non
             ax.errorbar(x[~fin], y[~fin], yerr=err[~fin], marker="s", ms=5, capsize=3, color=color, ls="none")
             if fin.any():
                 ax.plot([x[fin][-1], x[~fin][0]], [y[fin][-1], y[~fin][0]], ":", color=color, lw=1)
-    finite = [e for e in eps_values if math.isfinite(e)]
-    ax.set_xscale("log")
-    ax.set_xticks([pos[e] for e in eps_values])
-    ax.set_xticklabels(["∞\n(non-private)" if math.isinf(e) else f"{e:g}" for e in eps_values])
-    ax.minorticks_off()
-    if finite and math.inf in pos:
-        ax.axvline(np.sqrt(finite[-1] * pos[math.inf]), color="0.5", ls="--", lw=0.8)
+    eps_axis(ax, eps_values, pos)
     if lower_is_better(rows[0].metric):  # errors spanning multiples: log axis, every tick labelled
         ax.set_yscale("log")
         readable_log_axis(ax, "y")

@@ -99,7 +99,7 @@ def plot_pets_example(rows: Sequence[dict], *, base_rate: float | None = None):
     scorer's level (``base_rate``) as a grey line, the legend under the axes."""
     import matplotlib.pyplot as plt
 
-    from fedtrain.figures import COLUMN_WIDTH_IN, eps_positions, method_color
+    from fedtrain.figures import COLUMN_WIDTH_IN, eps_axis, eps_positions, method_color
     from fedtrain.methods.registry import method_spec
 
     eps_values = sorted({r["eps"] for r in rows})
@@ -115,13 +115,7 @@ def plot_pets_example(rows: Sequence[dict], *, base_rate: float | None = None):
                     capsize=3, color=method_color(m), label=method_spec(m).label)
     if base_rate is not None:
         ax.axhline(base_rate, color="0.5", lw=1, ls=":", label=f"random scorer ({base_rate:.3f})")
-    finite = [e for e in eps_values if math.isfinite(e)]
-    ax.set_xscale("log")
-    ax.set_xticks([pos[e] for e in eps_values])
-    ax.set_xticklabels(["∞\n(non-private)" if math.isinf(e) else f"{e:g}" for e in eps_values])
-    ax.minorticks_off()
-    if finite and math.inf in pos:
-        ax.axvline(math.sqrt(finite[-1] * pos[math.inf]), color="0.5", ls="--", lw=0.8)
+    eps_axis(ax, eps_values, pos)
     ax.set_ylim(0, None)
     ax.set_xlabel("row-level privacy budget ε per silo (log scale)")
     ax.set_ylabel("average precision (higher is better)")

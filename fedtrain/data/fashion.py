@@ -22,17 +22,15 @@ which is how the tests read small files written in the same format.
 from __future__ import annotations
 
 import functools
-import gzip
 import hashlib
 import os
-import zlib
 from pathlib import Path
 from typing import Mapping
 
 import numpy as np
 
 from fedtrain.data.files import DatasetCorruptError, DatasetNotFoundError, default_data_dirs
-from fedtrain.data.images import MNIST_HOW_TO_GET, ImageArrays, _combined_sha, _parse_idx
+from fedtrain.data.images import MNIST_HOW_TO_GET, ImageArrays, _combined_sha, _parse_idx, _read_gzip
 
 __all__ = ["DEBIAN_DIR", "DEBIAN_PACKAGE", "IDX_FILES", "IDX_SHA256", "HOW_TO_GET", "CLASS_NAMES",
            "fashion_search_dirs", "load_fashion_mnist"]
@@ -88,12 +86,7 @@ def _find(folder: Path, stem: str) -> Path | None:
 def _read(path: Path) -> bytes:
     if path.suffix != ".gz":
         return path.read_bytes()
-    try:
-        with gzip.open(path, "rb") as fh:
-            return fh.read()
-    except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError
-        raise DatasetCorruptError(f"{path}: not a readable gzip file ({exc}); truncated or corrupt. "
-                                  f"{HOW_TO_GET}") from exc
+    return _read_gzip(path, HOW_TO_GET)
 
 
 def _check_sha(stem: str, path: Path, raw: bytes, verify: bool, checksums: Mapping[str, str] | None) -> str:

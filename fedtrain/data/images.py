@@ -210,13 +210,13 @@ def _parse_idx(raw: bytes, where: str, ndim: int) -> np.ndarray:
     return np.frombuffer(body, dtype=np.uint8).reshape(dims)
 
 
-def _read_gzip(path: Path) -> bytes:
+def _read_gzip(path: Path, how_to_get: str = MNIST_HOW_TO_GET) -> bytes:
     try:
         with gzip.open(path, "rb") as fh:
             return fh.read()
     except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError
         raise DatasetCorruptError(f"{path}: not a readable gzip file ({exc}); truncated or corrupt. "
-                                  f"{MNIST_HOW_TO_GET}") from exc
+                                  f"{how_to_get}") from exc
 
 
 def _mnist_arrays(train_x, train_y, test_x, test_y, where: str) -> tuple[np.ndarray, ...]:
