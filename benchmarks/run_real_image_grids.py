@@ -7,21 +7,24 @@ Grids: ``fig6-fashion`` and ``fig3d-fashion`` (:data:`fedtrain.presets.REAL_IMAG
 run).  Every finished run is written atomically and skipped on the next start, so the command resumes where it
 stopped; runs are ordered seed by seed, so an interrupted grid has whole seeds first.
 
-Usage (background, lowest priority, one core; the store lives outside the repository)::
+Usage (background, lowest priority, one core; the store lives outside the repository, in
+``$FEDBOOK_RUNS_DIR`` or ``~/.cache/fedbook-runs``)::
 
     cd <checkout> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 setsid nohup nice -n 19 \\
         .venv/bin/python benchmarks/run_real_image_grids.py fig6-fashion \\
-        >> /work/fedbook-runs/fig6-fashion.log 2>&1 &
+        >> ~/.cache/fedbook-runs/fig6-fashion.log 2>&1 &
     python benchmarks/run_real_image_grids.py fig6-fashion --status     # how far it got
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
-DEFAULT_ROOT = Path("/work/fedbook-runs")
+#: Where the grids' work stores live: outside the repository, so that a fresh checkout can resume them.
+DEFAULT_ROOT = Path(os.environ.get("FEDBOOK_RUNS_DIR") or Path.home() / ".cache" / "fedbook-runs")
 
 
 def parse(argv=None):
