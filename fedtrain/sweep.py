@@ -143,6 +143,8 @@ def run_sweep(
         batches that still fail after their retries raise :class:`~fedtrain.executors.SweepTaskError` once
         the others are stored.
 
+    Notes
+    -----
     The store's folder is checked to be writable before anything trains (a sweep whose rows are all stored
     writes nothing and needs no write access).  A configuration's row is looked up by the configuration and
     the identity of its data (:meth:`fedtrain.data.base.FederatedData.identity`: the content of the files read,
