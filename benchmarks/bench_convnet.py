@@ -1,6 +1,6 @@
 """Benchmark: ConvNet DP-SGD on 40 silos of 28×28 images, the engine vs one Opacus ``PrivacyEngine`` per silo.
 
-Issue 13's speed target: examples per second of :func:`fedtrain.engine.run` (one loop over silos and
+The CPU speed target: examples per second of :func:`fedtrain.engine.run` (one loop over silos and
 configurations per step, ``ConvNetModel.clipped_grad_sum``'s per-example gradients; on CUDA all silos batched)
 against :func:`fedtrain.reference.reference_run` (one Opacus
 ``PrivacyEngine``, ``DataLoader`` and ``GradSampleModule`` per silo, a Python loop over silos and steps),
@@ -20,7 +20,7 @@ both get the engine's z_k).  Each side runs once untimed (warm-up), then ``--rep
 (engine, Opacus) pairs, so that both sides see the same machine load; the ratio of the best times is the
 headline, and the spread of the per-pair ratios is printed with it.
 
-GPU (``--paper-gpu``, issue 13's second target): the same benchmark at paper scale (40 silos × 1,500 images,
+GPU (``--paper-gpu``, the GPU target): the same benchmark at paper scale (40 silos × 1,500 images,
 ``--rounds`` rounds, default 1 = 15 steps per silo), seconds per round of the engine on the CPU, the engine on
 the GPU and the Opacus loop on the GPU, each once untimed then best of ``--repeats``, with the ratios
 (target ≥ 10× over the Opacus loop on the GPU); the device's name is printed.  ``--gpu-device cpu`` runs the

@@ -1,4 +1,4 @@
-"""FedHDP training vectorized over a round's clients vs a per-client loop, in the same run (issue 9).
+"""FedHDP training vectorized over a round's clients vs a per-client loop, in the same run.
 
 The MNIST-like setting of the paper (Table 5-7): 2,000 clients of one class each, q = 0.05 (about 100
 clients per round), Table 6's FC network (input → 50 ReLU → 10), batch 20, 30 samples per client.

@@ -1,6 +1,6 @@
 """Benchmark: one School MR-MTL run (200 rounds, ε = 6) end to end, its parts, and the Opacus-per-silo reference.
 
-Issue 10 ("a faster single run").  What a user types::
+What a user types::
 
     fedtrain run --dataset school --method mrmtl --eps 6 --lam 0.1 --lr 0.03 --rounds 200 --json --no-progress
 

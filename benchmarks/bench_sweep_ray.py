@@ -1,7 +1,7 @@
 """Benchmark: a School sweep serial (``--executor local``) vs on Ray (this machine's cores), and an estimate of
 the paper-scale sweep on N machines from the measured per-configuration cost.
 
-Issue 10 ("sweeps beyond one machine").  Three parts, all on real School data (``load_school``):
+Three parts, all on real School data (``load_school``):
 
 1. **Serial vs Ray** on a stated subset of the paper's School grid (MR-MTL, the paper's 10 λ × 6 learning
    rates, ε in ``--eps`` (default 6), ``--repeats`` re-split repeats (default 2), ``--rounds`` (default 200);

@@ -12,7 +12,7 @@ What silo ``k`` runs, as ``dp_accounting`` events (:mod:`fedtheory.privacy.event
     ComposedDpEvent([SelfComposedDpEvent(PoissonSampledDpEvent(q_k, GaussianDpEvent(z_k)), T_k),
                      ZCDpEvent(rho = S_k · ε_sel,k² / 8)])        # S_k exponential-mechanism selections
 
-Sampling convention (paper's code, notes §2.3; Opacus' Poisson sampler):
+Sampling convention (the paper's released code; Opacus' Poisson sampler):
 
 * silo ``k`` samples every record independently with probability ``q_k = min(B, n_k) / n_k``;
 * one local epoch is ``m_k = max(1, floor(n_k / B))`` such steps (the released code's ``floor(n_k/B)``,

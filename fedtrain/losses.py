@@ -1,4 +1,4 @@
-"""Losses of the convex tasks (MR-MTL paper, App. C; notes §6) as functions of the model output ``f``.
+"""Losses of the convex tasks (MR-MTL paper, App. C) as functions of the model output ``f``.
 
 Squared ``½(f − y)²`` (School, metric MSE), hinge ``max(0, 1 − y f)`` with ``y ∈ {±1}`` (Vehicle,
 GLEAM linear SVM, metric accuracy, prediction ``sign(f)`` with ``f = 0 → +1``), multiclass logistic

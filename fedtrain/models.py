@@ -393,7 +393,7 @@ def _sqnorm(v: torch.Tensor) -> torch.Tensor:
 
 
 class ConvNetModel(FunctionalModel):
-    """The MR-MTL paper's ConvNet (App. C.1, Het. CIFAR-10 and Rotated & Masked MNIST; notes §4.1).
+    """The MR-MTL paper's ConvNet (App. C.1, Het. CIFAR-10 and Rotated & Masked MNIST).
 
     ``Conv3×3(C→32) → ReLU → MaxPool2×2/2 → Conv3×3(32→64) → ReLU → MaxPool2×2/2 → Linear(→o)``,
     ``padding="valid"`` (the paper's "VALID"): 28×28×1 → 26 → 13 → 11 → 5, so 64·5·5 = 1600 features
@@ -801,12 +801,9 @@ def convnet_module(input_shape: tuple[int, int, int], out_dim: int, padding: str
 
 
 #: Default ``silo_chunk`` per model on CPU (``None``: as many silos as fit ``GENERIC_MAX_ENTRIES``), the
-#: fastest in ``benchmarks/bench_convnet.py --chunks`` (one clipped-gradient step, 40 silos × 100 examples,
-#: one thread, 2-core machine shared with other jobs, 2026-11-23; ms per step for silo_chunk 1 / 4 / 10 / None):
-#: linear 1.7 / 1.6 / 1.7 / 1.6 (closed form: chunking unused), mlp (d = 100) 119 / 74 / 131 / 217,
-#: convnet (28×28) 4228 / 5505 / 3850 / 4138 (compute-bound, differences within the machine's noise).
-#: (The ConvNet's CPU ``clipped_grad_sum`` now loops over models itself, so ``silo_chunk`` only bounds its
-#: CPU ``forward`` chunks and the CUDA path.)
+#: fastest in ``benchmarks/bench_convnet.py --chunks`` (its measurements: ``benchmarks/README.md``).  The
+#: ConvNet's CPU ``clipped_grad_sum`` loops over models itself, so ``silo_chunk`` only bounds its CPU
+#: ``forward`` chunks and the CUDA path.
 #: On CUDA no chunk is set (all silos vectorized up to the memory bound).
 DEFAULT_SILO_CHUNK: dict[str, int | None] = {"linear": None, "mlp": 4, "convnet": None}
 

@@ -40,7 +40,7 @@ inf = math.inf
 #: λ grid of the paper (App. C.4) for MR-MTL, Ditto and Mocha.
 LAMBDA_GRID = (1e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 #: Client learning-rate grid (App. C.4; one copy of the appendix prints the last entry as 0.03, the
-#: other as 0.3, which is the one used here, see notes §7 item 14).
+#: other as 0.3, which is the one used here).
 LR_GRID = (1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3)
 
 #: Per-dataset settings of App. C.4 (1 local epoch per round for every method; Ditto adds its own
@@ -51,7 +51,7 @@ PAPER_DEFAULTS: dict[str, dict[str, Any]] = {
     "gleam": dict(rounds=200, batch_size=64, clip=6.0, delta=1e-4, local_epochs=1, num_clusters=3),
     # the deep half (App. C.1, C.4): the ConvNet on the image datasets
     # Rotated & Masked MNIST: δ not stated in the paper, the released code's default 1e-7; T = 200 (paper;
-    # the runner's default is 100, notes §7 item 18); 4 clusters (one per rotation, the runner's default)
+    # the runner's default is 100); 4 clusters (one per rotation, the runner's default)
     "rotated-masked-mnist": dict(rounds=200, batch_size=100, clip=1.0, delta=1e-7, local_epochs=1, num_clusters=4,
                                  model="convnet"),
     # Het. CIFAR-10: IFCA's cluster count is not stated for it; 3 is the released code's default elsewhere

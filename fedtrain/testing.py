@@ -1,6 +1,6 @@
 """Tiny synthetic federated datasets for tests and examples (not stand-ins for the paper's data).
 
-Hierarchical linear model (notes §5 item 2): silo ``k`` has ``w_k = θ + τ z_k`` (or, with
+Hierarchical linear model: silo ``k`` has ``w_k = θ + τ z_k`` (or, with
 ``clusters``, ``w_k = θ_{c(k)} + τ z_k``), features ``x ~ N(0, I_d)``; regression targets
 ``y = w_kᵀx + N(0, noise²)``, binary labels ``sign(w_kᵀx + N(0, noise²))`` in {−1, +1}.
 """

@@ -177,9 +177,9 @@ def offset_data():
                          [y + o for y, o in zip(d.test_y, off)], real=False)
 
 
-# Issue 14 item 1 (per-example clipping in clip-together mode), fixed in fedtrain/models.py: on the
-# unfixed engine these two tests fail (measured: every canary contributes 10.0 c at ‖P‖ = 3.9e4, and
-# the membership audit proves ε ≥ 2.17 against a claim of 2.0).
+# Per-example clipping in clip-together mode (fedtrain/models.py): an engine whose clipping breaks when a
+# record's gradient nearly cancels the proximal term fails these two tests (measured on such an engine: every
+# canary contributes 10.0 c at ‖P‖ = 3.9e4, and the membership audit proves ε ≥ 2.17 against a claim of 2.0).
 
 
 @pytest.mark.parametrize("lam", [1e2, 1e4, 1e5, 1e6])

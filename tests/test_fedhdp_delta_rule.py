@@ -52,7 +52,7 @@ def test_nonprivate_baseline_has_no_delta_to_check(small):
 
 
 def test_cli_reproduction_gives_a_one_line_error():
-    """``fedtrain run --dataset noniid-digits --method fedhdp --delta 0.999`` (the issue's command, 2 rounds)."""
+    """``fedtrain run --dataset noniid-digits --method fedhdp --delta 0.999`` (a reported command, at 2 rounds)."""
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()), \
             pytest.raises(SystemExit) as exc:

@@ -1,4 +1,4 @@
-"""Per-example clipping holds for records whose gradient nearly cancels the proximal term (issue 14 item 1).
+"""Per-example clipping holds for records whose gradient nearly cancels the proximal term.
 
 In ``clip-together`` mode the summed per-example vector is ``v_i = G_i + P`` (``P`` = λ(w_k − w̄)).
 The records planted here make ``‖v_i‖`` small against ``‖G_i‖ ≈ ‖P‖``: crafted, ``P = −G_i + r_i`` with

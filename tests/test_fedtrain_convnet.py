@@ -1,4 +1,4 @@
-"""The paper's ConvNet in the engine (issue 13): per-example gradients vs Opacus, clipping, every method,
+"""The paper's ConvNet in the engine: per-example gradients vs Opacus, clipping, every method,
 the Opacus-per-silo reference in distribution, bad input.
 
 Distribution test (as tests/test_fedtrain_engine_reference.py): SEEDS seeds of the engine and of the

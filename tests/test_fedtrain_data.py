@@ -34,7 +34,7 @@ def test_school_structure_and_protocol(school_path):
     assert total.sum() == 15362 and total.min() == 22 and total.max() == 251
     # sklearn's train_test_split semantics: n_test = ceil(0.2 n)
     assert np.array_equal(d.test_sizes, np.ceil(0.2 * total).astype(int))
-    assert d.train_sizes.min() == 17 and d.train_sizes.max() == 200  # notes §7 item 12 (80/20 gives 17..200)
+    assert d.train_sizes.min() == 17 and d.train_sizes.max() == 200  # the paper's 80/20 split gives 17..200
     raw = scipy.io.loadmat(school_path)
     for k in (0, 57, 138):
         x = d.train_x[k]
@@ -110,7 +110,7 @@ def test_school_search_path(school_path, tmp_path, monkeypatch):
     d = load_school()
     assert d.info["file"] == str(tmp_path / "school" / "school.mat")
     # an explicit data_dir is the only place looked at: a folder without the file fails, naming what it tried,
-    # rather than silently reading the copy in FEDBOOK_DATA_DIR (issue 14, item 7)
+    # rather than silently reading the copy in FEDBOOK_DATA_DIR
     empty = tmp_path / "empty"
     empty.mkdir()
     assert default_data_dirs(empty)[:2] == [empty, tmp_path]

@@ -231,7 +231,7 @@ def test_weighted_metric_is_test_count_weighted(reg):
 # ------------------------------------------------------------------------------------------ proximal term
 @pytest.mark.parametrize("prox_mode", ["clip-together", "post-noise"])
 def test_prox_term_has_an_effect(reg, prox_mode):
-    """Fails if the proximal term is dropped (the Opacus pitfall, issue 249): a large λ pulls the silos'
+    """Fails if the proximal term is dropped (the Opacus pitfall, Opacus GitHub issue #249): a large λ pulls the silos'
     models together, λ = 0 does not."""
     def spread(r):
         w = r.models.reshape(r.models.shape[0], -1)
@@ -267,7 +267,7 @@ def test_lambda_zero_is_local(reg):
 def test_large_lambda_approaches_fedavg():
     """Non-private, small η: as λ grows the personal models collapse onto w̄ and MR-MTL's metric
     approaches FedAvg's (under DP-SGD λ → ∞ does not reach FedAvg exactly: the prox gradient
-    dominates each step, notes §3.1; with η λ ≤ 1 the iteration stays stable)."""
+    dominates each step; with η λ ≤ 1 the iteration stays stable)."""
     data = tiny_federated("regression", num_silos=6, dim=4, tau=1.0, seed=2)
     kw = dict(eps=math.inf, lr=0.02, rounds=100)
     fed = run(cfg("fedavg", **kw), data).test_metric

@@ -154,7 +154,7 @@ def test_options_live_with_their_method():
 
 
 def test_integers_are_exact():
-    """Seeds just above 2^53 used to collide on one key (rounded through float64); now they are rejected."""
+    """Seeds above 2^53 are rejected: rounded through float64 they would collide on one key."""
     a = RunConfig(dataset="school", method="local", seed=2**53 - 1)
     assert a.seed == 2**53 - 1 and RunConfig.from_dict(a.to_dict()) == a
     assert a.key() != a.replace(seed=2**53 - 2).key()

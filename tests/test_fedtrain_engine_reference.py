@@ -96,7 +96,7 @@ def test_deterministic_full_batch_runs_agree(data, method, prox_mode):
 
 
 def test_reference_prox_term_is_not_dropped(data):
-    """The reference's Opacus path must apply λ (a parameter-only loss term would be dropped, issue 249):
+    """The reference's Opacus path must apply λ (a parameter-only loss term would be dropped, Opacus GitHub issue #249):
     with a large λ, MR-MTL's personal models are much closer to each other than local training's."""
     c = cfg("mrmtl", lam=0.0, rounds=8, eps=4.0)
     z = run(c, data).noise_multipliers

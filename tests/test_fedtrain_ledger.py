@@ -89,7 +89,7 @@ def test_extra_selection_stops_the_run(data, monkeypatch):
 
 
 # ----------------------------------------------------------------------------------------------------
-# issue 14 planted bugs: the sampled rate is the charged rate; IFCA's selection noise scale
+# planted bugs: the sampled rate is the charged rate; IFCA's selection noise scale
 # ----------------------------------------------------------------------------------------------------
 def test_engine_samples_at_the_rate_the_ledger_charges():
     """Empirical Poisson inclusion rate of the engine's batcher on silos of unequal sizes vs the q_k the
@@ -146,7 +146,7 @@ def test_ifca_selection_noise_has_the_charged_scale(data, monkeypatch):
 
 
 # ----------------------------------------------------------------------------------------------------
-# issue 14 item 2: stored rows do not depend on what ran before
+# stored rows do not depend on what ran before
 # ----------------------------------------------------------------------------------------------------
 def _forget():
     C._MEMO.clear()

@@ -1,4 +1,4 @@
-"""Black-box tests that catch realistic engine bugs (issue 14, "Tests that let real bugs through").
+"""Black-box tests that catch realistic engine bugs: each fails on a bug planted by hand.
 
 Each test goes through the public API only (``fedtrain.engine.run`` / ``run_many``, ``RunConfig``,
 ``FederatedData``, ``keep_models=True``) and compares with an independent numpy computation, on

@@ -1,4 +1,4 @@
-"""Repeats as the paper runs them (issue 10): repeat r re-splits every silo with its own split seed and
+"""Repeats as the paper runs them: repeat r re-splits every silo with its own split seed and
 reseeds training; results give mean, std (ddof=1), n and each repeat's value; one store row per repeat."""
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def test_store_holds_one_row_per_repeat_and_resumes(tmp_path):
 
 def test_school_repeats_resplit_and_spread_more_than_one_split():
     """Non-private Local on School: re-split repeats differ in their splits, and their spread is larger than the
-    spread over training seeds on one fixed split (the issue measured ~7e-4 vs ~1e-5 at 200 rounds)."""
+    spread over training seeds on one fixed split (measured: ~7e-4 vs ~1e-5 at 200 rounds)."""
     try:
         load_dataset("school")
     except DatasetNotFoundError:

@@ -1,4 +1,4 @@
-"""`fedtrain run` imports only what a run needs (issue 10, "a faster single run").
+"""`fedtrain run` imports only what a run needs, so that a single run starts fast.
 
 A run with a warm calibration cache must not import sympy, matplotlib, opacus, ray, the ``dp_accounting``
 package (its ``__init__`` pulls its PLD/RDP accountants and scipy.stats/signal; the run uses only its

@@ -118,7 +118,7 @@ def test_figure_widget_puts_initial_values_on_the_slider_grid():
 
 
 def test_huge_silo_counts_are_rejected_not_wrapped():
-    """K >= 2^63 used to wrap to a negative int64 and give a negative MSE (issue 14, item 3)."""
+    """K >= 2^63 is rejected, not wrapped to a negative int64 (which would give a negative MSE)."""
     from fedtheory.mean_estimation import mse
 
     with pytest.raises(ValueError, match=r"K must be an integer in \[2, 2\^53\)"):
@@ -127,7 +127,7 @@ def test_huge_silo_counts_are_rejected_not_wrapped():
 
 
 def test_fedtrain_imports_no_private_fedtheory_module():
-    """fedtrain uses fedtheory's public API only (issue 8: the shared validation is public, fedtheory.validation)."""
+    """fedtrain uses fedtheory's public API only (the shared validation is public: fedtheory.validation)."""
     import re
     from pathlib import Path
 

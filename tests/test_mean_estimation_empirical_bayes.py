@@ -1,4 +1,4 @@
-"""Empirical-Bayes plug-in λ̂ (issue 11): exact risk (SURE + quadrature) vs Monte Carlo, limits, failure modes."""
+"""Empirical-Bayes plug-in λ̂: exact risk (SURE + quadrature) vs Monte Carlo, limits, failure modes."""
 import numpy as np
 import pytest
 

@@ -110,7 +110,7 @@ def test_gaussian_mechanism_calibrations_agree_in_order():
         assert s_ana == pytest.approx(get_sigma_gaussian(eps, delta), rel=1e-6)
         assert gaussian_epsilon(s_rdp, delta) <= eps  # the RDP-calibrated release is also exactly (ε, δ)-DP
         assert gaussian_epsilon(2.0, delta) == pytest.approx(get_epsilon_gaussian(2.0, delta), rel=1e-8)
-    # MR-MTL Fig. 7: classic 19.379 vs RDP-calibrated ≈14.57 at ε=0.25, δ=1e-5 (notes §2.4)
+    # MR-MTL Fig. 7: classic 19.379 vs RDP-calibrated ≈14.57 at ε=0.25, δ=1e-5
     assert gaussian_sigma(0.25, 1e-5) == pytest.approx(19.379, abs=1e-3)
     assert rdp_gaussian_sigma(0.25, 1e-5) == pytest.approx(14.567, rel=2e-3)
 

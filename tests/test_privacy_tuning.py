@@ -309,7 +309,7 @@ def test_tuning_cost_figures_and_summary():
     plt.close(fig)
 
 
-# ------------------------------------------------------------------ tight calibration (issue 11)
+# ------------------------------------------------------------------ tight calibration
 
 def test_tight_untuned_is_the_exact_gaussian_and_matches_pld():
     """bound='tight', no tuning: ε of one Gaussian release is the analytic-Gaussian one (Balle–Wang), cross-checked

@@ -1,4 +1,4 @@
-"""The committed results store (issue 10): its rows reproduce, an out-of-date store fails loudly, and the
+"""The committed results store: its rows reproduce, an out-of-date store fails loudly, and the
 compact committed form round-trips what the figures read.
 
 ``test_committed_rows_reproduce`` retrains a few rows of ``results/`` chosen at random (the seed is printed;
@@ -10,7 +10,7 @@ curve; noise multipliers and step counts must match exactly (``rtol = 1e-12``).
 The store was computed in batches (:func:`fedtrain.engine.run_many` stacks up to 64 configurations) and a
 recomputation runs one configuration alone.  The two agree up to float32 rounding, which depends on the batch's
 size (the kernels' summation order), and most runs amplify it only mildly: relative differences of at most
-3e-7 on 36 of 40 sampled rows (2026-11-23).  Runs near the edge of stability amplify it chaotically (MR-MTL on
+3e-7 on 36 of 40 sampled rows (``benchmarks/README.md``).  Runs near the edge of stability amplify it chaotically (MR-MTL on
 the stand-ins at 200-400 rounds: 4 of those 40 rows differed by 1.6e-4 to 2.3e-3; the same configuration
 trained in a batch of 2, 3 or 4 differs from itself alone by as much, or not at all, depending on the size).
 For a row that misses the strict tolerance the test therefore measures how sensitive the row is to

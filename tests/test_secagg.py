@@ -69,7 +69,7 @@ def test_naive_grows_like_sqrt_s_and_ddp_slower():
 
 def test_paper_code_accountant_reproduces_shipped_configs():
     """The seed paper's accountant (integer orders 2..255, classic conversion) gives ε = 1 at its shipped
-    σ_total values (notes §A8; σ given to 3-4 digits, so to 1e-3)."""
+    σ_total values (σ given to 3-4 digits, so to 1e-3)."""
     for z, q, steps in [(1.368, 128 / 5600, 20), (6.822, 512 / 5600, 220), (14.47, 256 / 4800, 3040),
                         (3.688, 0.05, 200)]:
         assert S.paper_code_epsilon(z, q, steps, 1e-5) == pytest.approx(1.0, abs=1e-3)

@@ -1,7 +1,7 @@
 """Synthetic cross-silo stand-ins with the structure of the paper's convex datasets.
 
 Vehicle and GLEAM cannot be downloaded here, so every figure can also be drawn on a *hierarchical
-linear* stand-in (notes §5.2): silo models are drawn around one shared model,
+linear* stand-in: silo models are drawn around one shared model,
 
     w_k = θ + τ z_k,    θ, z_k ~ N(0, I_d / d)   (so ||θ|| ≈ 1 and τ is the relative spread),
 

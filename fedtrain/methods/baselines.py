@@ -1,4 +1,4 @@
-"""Local training, FedAvg and local finetuning (MR-MTL paper Sec. 3–4, App. D; notes §3.3).
+"""Local training, FedAvg and local finetuning (MR-MTL paper Sec. 3–4, App. D).
 
 All three cost the same privacy: ``rounds·local_epochs`` DP-SGD epochs per silo.
 """

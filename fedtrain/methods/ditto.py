@@ -1,4 +1,4 @@
-"""Ditto (Li et al. 2021), as run in the MR-MTL paper (App. D; notes §3.3).
+"""Ditto (Li et al. 2021), as run in the MR-MTL paper (App. D).
 
 Round t: every silo (i) runs ``local_epochs`` of DP-SGD on the plain loss from the global model w̄
 and sends the update, which the server averages into w̄ (a FedAvg solver); (ii) runs

@@ -1,6 +1,6 @@
 """IFCA with private cluster selection, and IFCA-preconditioned MR-MTL (MR-MTL paper App. D, Alg. A2, Figs. 3, 4, 6).
 
-IFCA (Ghosh et al. 2020), as run in the paper (notes §2.2, §3.2, §3.3):
+IFCA (Ghosh et al. 2020), as run in the paper:
 
 * the server keeps ``G = num_clusters`` models, randomly initialized (the model's random init; linear:
   N(0, 1/p) entries), centres ``(S, G, D)``;
@@ -21,7 +21,7 @@ IFCA (Ghosh et al. 2020), as run in the paper (notes §2.2, §3.2, §3.3):
 IFCA-preconditioned MR-MTL (Algorithm A2): stage 1 (the selection rounds) is IFCA, each silo keeping
 the model it trained; stage 2 is MR-MTL with each silo's proximal centre its cluster's model, the
 centres updated with the members' updates ``w_k^{(t)} − w_k^{(t−1)}`` (the released code; the printed
-Alg. A2 line 22 differs, notes §7 item 9).  Silos are evaluated with their personal models.
+Alg. A2 line 22 differs).  Silos are evaluated with their personal models.
 """
 from __future__ import annotations
 

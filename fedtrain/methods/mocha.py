@@ -6,7 +6,7 @@ gradient ``λ(Σ_kk w_k + Σ_{j≠k} Σ_kj w_j^{(t−1)})`` (other silos' models
 the only information a silo has); then the server updates
 ``Σ ← (W Wᵀ)^{1/2} / tr((W Wᵀ)^{1/2})`` (eigendecomposition, eigenvalues floored at 1e-8).
 
-Documented deviation (notes §3.3): this uses Σ itself in the penalty, as the released code does;
+Documented deviation: this uses Σ itself in the penalty, as the released code does;
 the task-relationship formulation of Zhang & Yeung (2010) that Mocha builds on penalizes with the
 inverse, ``tr(W Σ^{-1} Wᵀ)``.  No privacy overhead (Σ is post-processing of released models).
 """

@@ -1,4 +1,4 @@
-"""MR-MTL, mean-regularized multi-task learning (MR-MTL paper Algorithm A1, Sec. 5; notes §3.1).
+"""MR-MTL, mean-regularized multi-task learning (MR-MTL paper Algorithm A1, Sec. 5).
 
 Round t: silo k runs ``local_epochs`` of DP-SGD on ``ℓ(w_k) + (λ/2)‖w_k − w̄^{(t−1)}‖²`` from its own
 ``w_k^{(t−1)}``; the server sets ``w̄^{(t)} = w̄^{(t−1)} + Σ_k a_k Δ_k`` with ``Δ_k = w_k^{(t)} − w_k^{(t−1)}``.
