@@ -38,7 +38,7 @@ from typing import Optional
 
 import numpy as np
 
-from fedtheory._validation import as_float_array, check_choice, check_integer_at_least, check_positive
+from fedtheory.validation import as_float_array, check_choice, check_integer_at_least, check_positive
 from fedtheory.mean_estimation import local_variance
 from fedtheory.mean_estimation.heterogeneous import mse_heterogeneous, optimal_lambdas_heterogeneous
 

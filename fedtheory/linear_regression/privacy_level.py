@@ -47,7 +47,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from fedtheory._validation import (check_choice, check_integer_at_least, check_nonnegative, check_open_interval,
+from fedtheory.validation import (check_choice, check_integer_at_least, check_nonnegative, check_open_interval,
                                    check_positive)
 
 __all__ = [

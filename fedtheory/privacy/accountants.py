@@ -37,7 +37,7 @@ from typing import Callable
 
 import numpy as np
 
-from fedtheory._validation import check_choice, check_open_interval
+from fedtheory.validation import check_choice, check_open_interval
 from fedtheory.privacy.events import (ComposedDpEvent, DpEvent, GaussianDpEvent, NoOpDpEvent, PoissonSampledDpEvent,
                                       RdpCurveDpEvent, SelfComposedDpEvent, ZCDpEvent, event_key, flatten)
 from fedtheory.privacy.rdp import DEFAULT_ORDERS, _rdp_numpy, rdp_to_epsilon

@@ -22,7 +22,7 @@ from typing import Literal
 
 import numpy as np
 
-from fedtheory._validation import (as_float_array, check_integer_at_least, check_nonnegative,
+from fedtheory.validation import (as_float_array, check_integer_at_least, check_nonnegative,
                                    check_open_interval, check_positive)
 from fedtheory.privacy.accountants import get_accountant
 from fedtheory.privacy.calibration import calibrate

@@ -19,7 +19,7 @@ import math
 import numpy as np
 from scipy import optimize, special
 
-from fedtheory._validation import (as_float_array, check_choice, check_nonnegative, check_open_interval,
+from fedtheory.validation import (as_float_array, check_choice, check_nonnegative, check_open_interval,
                                    check_positive)
 
 __all__ = ["gaussian_sigma", "gaussian_rdp", "gaussian_delta", "gaussian_epsilon", "analytic_gaussian_sigma",

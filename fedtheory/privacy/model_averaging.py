@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from fedtheory._validation import check_choice, check_integer_at_least, check_open_interval, check_positive
+from fedtheory.validation import check_choice, check_integer_at_least, check_open_interval, check_positive
 
 __all__ = ["ACCOUNTANTS", "PAPER_ORDERS", "paper_code_event", "party_noise_multiplier", "averaged_model_epsilon",
            "averaged_model_epsilon_table"]

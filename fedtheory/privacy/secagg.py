@@ -39,7 +39,7 @@ from typing import Optional
 
 import numpy as np
 
-from fedtheory._validation import (as_float_array, check_choice, check_integer_at_least, check_nonnegative,
+from fedtheory.validation import (as_float_array, check_choice, check_integer_at_least, check_nonnegative,
                                    check_positive)
 
 __all__ = [

@@ -21,7 +21,7 @@ from typing import Literal
 
 import numpy as np
 
-from fedtheory._validation import check_choice, check_integer_at_least, check_open_interval, check_positive
+from fedtheory.validation import check_choice, check_integer_at_least, check_open_interval, check_positive
 from fedtheory.privacy.accountants import ACCOUNTANTS
 from fedtheory.privacy.calibration import calibrate
 from fedtheory.privacy.dpsgd import _check_common, epsilon, run_event

@@ -45,7 +45,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from fedtheory._validation import (check_integer_at_least, check_nonnegative, check_open_interval,
+from fedtheory.validation import (check_integer_at_least, check_nonnegative, check_open_interval,
                                    check_positive)
 
 __all__ = ["fused_sensitivity", "fused_noise_multiplier", "fused_sample_rate", "fused_event", "exact_block_pld",

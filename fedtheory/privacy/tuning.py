@@ -59,7 +59,7 @@ from typing import Optional
 import numpy as np
 from scipy import optimize, special
 
-from fedtheory._validation import (
+from fedtheory.validation import (
     as_float_array,
     check_choice,
     check_integer_at_least,
