@@ -418,7 +418,7 @@ def _preset(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Seq
     """``fedtrain sweep --preset NAME [--results WORK] [--pack DIR] [--only NAMES] [--dry-run]``."""
     import shlex
 
-    from fedtrain.results import compute_preset
+    from fedtrain.book_results import compute_preset
 
     if args.preset is None:
         parser.error("--pack and --only go with --preset NAME")

@@ -32,6 +32,7 @@ from fedtrain.analysis import (  # noqa: F401  (re-exported for older imports)
     privacy_table,
     theory_summary,
 )
+from fedtrain.book_results import figure_rows, store_note, theory_rows
 from fedtrain.methods.registry import method_spec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -609,8 +610,8 @@ class BookFigure:
 
 
 def _store_figure(store, fig_name: str, dataset: str):
-    rows = store.figure_rows(fig_name, dataset)
-    return rows, "; ".join(store.note(dataset).split("\n"))
+    rows = figure_rows(store, fig_name, dataset)
+    return rows, "; ".join(store_note(store, dataset).split("\n"))
 
 
 def _fig_local_fedavg(store):
@@ -631,8 +632,8 @@ def _fig_privacy_utility_school(store):
 
 
 def _fig_privacy_utility_standins(store):
-    panels = {name: store.select(store.grid("fig3", name)) for name in ("vehicle-standin", "gleam-standin")}
-    prov = " / ".join("; ".join(store.note(name).split("\n")) for name in panels)
+    panels = {name: figure_rows(store, "fig3", name) for name in ("vehicle-standin", "gleam-standin")}
+    prov = " / ".join("; ".join(store_note(store, name).split("\n")) for name in panels)
     settings = "; ".join(f"{name}: {settings_text(rows)}" for name, rows in panels.items())
     return BookFigure(plot_privacy_utility_panels(panels), panels, prov, settings)
 
@@ -645,10 +646,10 @@ def _fig_overhead(store):
 def _fig_theory(store):
     from fedtrain.presets import THEORY_SETUP
 
-    trained = store.theory()
+    trained = theory_rows(store)
     fig, summary = plot_theory_meets_training(trained, num_silos=THEORY_SETUP["num_silos"], tau=THEORY_SETUP["tau"],
                                               n=THEORY_SETUP["n"], sigma=THEORY_SETUP["sigma"])
-    return BookFigure(fig, trained, "; ".join(store.note("theory").split("\n")),
+    return BookFigure(fig, trained, "; ".join(store_note(store, "theory").split("\n")),
                       f"K={THEORY_SETUP['num_silos']} silos, n={THEORY_SETUP['n']}", extra=summary)
 
 
