@@ -42,10 +42,10 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover - fedtheory.advisor pulls scipy.optimize: imported where used, so that
-    from fedtheory.advisor import Advice, DirectionAdvice  # registering the subcommand keeps `fedtrain run` light
+    from fedtheory.advisor import Advice, DirectionAdvice  # importing fedtrain.cli (`fedtrain run`) stays light
 
 __all__ = ["Prediction", "predict", "nearest_grid_error", "interpolated_error", "advise_and_check", "plot_check",
-           "register", "configure_advise_parser", "run_advise", "code_commit", "write_check", "load_check",
+           "configure_advise_parser", "run_advise", "code_commit", "write_check", "load_check",
            "DEFAULT_CHECK_LAMS",
            "PAPER_CHECK_LAMS"]
 
@@ -153,27 +153,6 @@ def predict(data, config, eps_values, *, dp_model: str = "prox") -> list[Predict
 # --------------------------------------------------------------------------------------------------
 # command line
 # --------------------------------------------------------------------------------------------------
-
-def register() -> None:
-    """Add ``fedtrain advise`` to :mod:`fedtrain.cli` (``register_command``); called by ``fedtrain.cli``."""
-    from fedtrain import cli
-
-    def configure(p: argparse.ArgumentParser) -> None:
-        configure_advise_parser(p, cli._common)
-
-    def handler(args: argparse.Namespace) -> int:
-        import sys
-
-        from fedtrain.data.files import DatasetCorruptError, DatasetNotFoundError
-
-        try:
-            return run_advise(args, cli.configs_from_args, sys.stdout)
-        except (ValueError, DatasetNotFoundError, DatasetCorruptError) as exc:
-            raise SystemExit(f"fedtrain: error: {exc}") from None
-
-    cli.register_command("advise", "predict MR-MTL's lambda* from the linear-regression theory (--check: sweep it)",
-                         configure, handler)
-
 
 def configure_advise_parser(p: argparse.ArgumentParser, common: Callable[..., None]) -> argparse.ArgumentParser:
     """``fedtrain advise``'s arguments: ``common`` adds ``fedtrain sweep``'s data/privacy/training options."""

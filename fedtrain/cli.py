@@ -37,7 +37,7 @@ Ray task, on a local Ray started for the sweep (``--num-cpus``, default all) or 
 (``--address``); a failing batch is retried ``--retries`` times, then reported after the others are stored
 (exit status 1); this process alone writes ``--results`` (:mod:`fedtrain.executors`).
 
-Other modules may add subcommands with :func:`register_command`.
+Other programs may add subcommands with :func:`register_command`.
 """
 from __future__ import annotations
 
@@ -48,8 +48,11 @@ import re
 import sys
 from typing import Any, Callable, Sequence
 
+from fedtrain import advise
 from fedtrain.config import RunConfig
+from fedtrain.data.files import DatasetCorruptError, DatasetNotFoundError
 from fedtrain.encoding import encode
+from fedtrain.fedhdp import cli as fedhdp_cli
 from fedtrain.methods.registry import LAMBDA_METHODS, METHOD_REGISTRY, option_params
 from fedtrain.params import Param, add_flag, params_of
 from fedtrain.presets import RESULTS_PRESETS, paper_defaults
@@ -67,8 +70,27 @@ _ALIASES = {"method": ("--method", "--methods"), "lam": ("--lam", "--lams"), "lr
 REPEATS = Param(kind="int", low=1, high=10_000, default_note="1 (one run per seed, on one split)",
                 help="repeats of the paper's protocol: repeat r re-splits every silo with split seed s0+1000r and "
                      "trains with seed t0+1000r (s0: the -D split seed, t0: --seed; both default 0)")
-#: Subcommands added by other modules: name -> (help, configure(parser), handler(args) -> exit status).
-_COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
+
+
+def _configure_advise(p: argparse.ArgumentParser) -> None:
+    advise.configure_advise_parser(p, _common)
+
+
+def _run_advise(args: argparse.Namespace) -> int:
+    try:
+        return advise.run_advise(args, configs_from_args, sys.stdout)
+    except (ValueError, DatasetNotFoundError, DatasetCorruptError) as exc:
+        raise SystemExit(f"fedtrain: error: {exc}") from None
+
+
+#: Subcommands besides ``run``, ``sweep`` and ``datasets``: name -> (help, configure(parser), handler(args) -> exit
+#: status).  The project's own are listed here; :func:`register_command` adds others.
+_COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {
+    "advise": ("predict MR-MTL's lambda* from the linear-regression theory (--check: sweep it)",
+               _configure_advise, _run_advise),
+    "fedhdp-claims": ("FedHDP's claims 1-4 on the non-IID digits (tables and checks; resumable)",
+                      fedhdp_cli.configure_claims_parser, fedhdp_cli.run_claims),
+}
 
 
 def register_command(name: str, help: str, configure: Callable[[argparse.ArgumentParser], None],
@@ -324,10 +346,8 @@ def _join_negative_values(argv: list[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fedtrain`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    from fedtrain.fedhdp.cli import run_main, wants_client_level
-
-    if wants_client_level(argv):  # client-level methods (FedHDP family): their own trainer and flags
-        return run_main(_join_negative_values(argv[1:]))
+    if fedhdp_cli.wants_client_level(argv):  # client-level methods (FedHDP family): their own trainer and flags
+        return fedhdp_cli.run_main(_join_negative_values(argv[1:]))
     parser = build_parser()
     argv = _join_negative_values(argv)
     bare = _bare_seed_count(argv)
@@ -346,7 +366,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command in _COMMANDS:
         return int(_COMMANDS[args.command][2](args))
-    from fedtrain.data.files import DatasetCorruptError, DatasetNotFoundError
     from fedtrain.executors import SweepTaskError
     from fedtrain.ledger import LedgerMismatchError, PrivacyGuaranteeError
     from fedtrain.sweep import run_sweep
@@ -462,13 +481,3 @@ def _preset(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Seq
                if res["files"] else ""), file=out)
     return 0
 
-
-# ``fedtrain advise`` (fedtrain.advise) registers itself through register_command
-from fedtrain.advise import register as _register_advise  # noqa: E402
-
-_register_advise()
-
-# ``fedtrain fedhdp-claims`` (fedtrain.fedhdp.cli)
-from fedtrain.fedhdp.cli import register as _register_fedhdp  # noqa: E402
-
-_register_fedhdp()

@@ -25,7 +25,7 @@ import numpy as np
 from fedtrain.fedhdp.config import FEDHDP_METHODS, FedHDPConfig
 from fedtrain.params import add_flag, params_of
 
-__all__ = ["wants_client_level", "run_main", "register"]
+__all__ = ["wants_client_level", "run_main", "configure_claims_parser", "run_claims"]
 
 
 def wants_client_level(argv: Sequence[str]) -> bool:
@@ -126,7 +126,8 @@ def run_main(argv: Sequence[str]) -> int:
     return 0
 
 
-def _configure_claims(p: argparse.ArgumentParser) -> None:
+def configure_claims_parser(p: argparse.ArgumentParser) -> None:
+    """``fedtrain fedhdp-claims``'s arguments."""
     from fedtrain.fedhdp.experiments import SCALES
 
     p.add_argument("--scale", choices=tuple(SCALES), default="claims", help="experiment scale (default claims)")
@@ -136,7 +137,8 @@ def _configure_claims(p: argparse.ArgumentParser) -> None:
                    "book/data/fedhdp_claims.json)")
 
 
-def _claims(args: argparse.Namespace) -> int:
+def run_claims(args: argparse.Namespace) -> int:
+    """``fedtrain fedhdp-claims``: the claims' experiment, its tables and checks; returns the exit status."""
     from fedtrain.fedhdp.experiments import check_claims, experiment_configs, run_experiment
     from fedtrain.fedhdp.tables import format_table, table_rows
 
@@ -161,10 +163,3 @@ def _claims(args: argparse.Namespace) -> int:
         print(f"[{'holds' if c.holds else 'FAILS'}] claim {c.claim}: {c.detail}")
     return 0
 
-
-def register() -> None:
-    """Add ``fedtrain fedhdp-claims`` to the CLI."""
-    from fedtrain.cli import register_command
-
-    register_command("fedhdp-claims", "FedHDP's claims 1-4 on the non-IID digits (tables and checks; resumable)",
-                     _configure_claims, _claims)
