@@ -114,7 +114,7 @@ def predict(data, config, eps_values, *, dp_model: str = "prox") -> list[Predict
     contracted by the prox term for ``dp_model="prox"``), τ² per parameter (:func:`_tau2`, isotropic).  The
     unit-curvature advice (Thm E.5 on curvature-weighted variances ``Σ_i h_i v_i/Σ_i h_i``) comes with it as
     ``advice``: it omits the factor h of :func:`fedtheory.advisor.direction_lambda`."""
-    from fedtrain import privacy
+    from fedtrain import ledger
     from fedtrain.engine import resolve_budgets
 
     fits = _silo_fits(data)
@@ -122,7 +122,9 @@ def predict(data, config, eps_values, *, dp_model: str = "prox") -> list[Predict
     K = len(fits)
     tau2 = _tau2(data, fits)
     trace = np.array([f["h"].sum() for f in fits])
-    steps = privacy.silo_steps(n, config.batch_size, config.rounds, config.local_epochs)
+    # the silos' privacy plan (MR-MTL's: local_epochs DP-SGD epochs per round, no selections), as the engine's
+    plan = ledger.silo_privacy_plan(n, config.batch_size, config.rounds, config.local_epochs)
+    steps = plan.dpsgd_steps
     # GD from 0 stopped after T steps keeps the fraction 1 − ρ^T of the OLS solution per direction, so the
     # statistical variance there is (1 − ρ^T)² σ²/(n h) (the early-stopping bias is common to all λ and ignored)
     stop = [(-np.expm1(int(t) * np.log1p(-config.lr * f["h"]))) ** 2 for f, t in zip(fits, steps)]
@@ -131,15 +133,14 @@ def predict(data, config, eps_values, *, dp_model: str = "prox") -> list[Predict
     from fedtheory.advisor import DirectionSilo, advise_directions, advise_from_variances
     from fedtheory.privacy.random_walk import dp_gd_noise_variance  # sympy-backed: imported here, not by `fedtrain run`
 
-    B = privacy.expected_batch_sizes(n, config.batch_size)
+    B = ledger.expected_batch_sizes(n, config.batch_size)
     out = []
     for eps in eps_values:
         if math.isinf(eps):
             z = np.zeros(K)
         else:
             e, d = resolve_budgets(config.replace(eps=eps), data)
-            z = privacy.noise_multipliers(e, d, n, config.batch_size, config.rounds, config.local_epochs,
-                                          config.accountant)
+            z = ledger.noise_multipliers(plan, e, d, plan.sample_rates, config.accountant)
         s2 = (config.lr * config.clip * z / B) ** 2
         dp = np.array([float(f["h"] @ np.atleast_1d(dp_gd_noise_variance(s2[k], config.lr, f["h"], int(steps[k]))))
                        for k, f in enumerate(fits)]) / trace
