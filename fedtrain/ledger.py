@@ -36,7 +36,7 @@ from fedtheory.validation import check_integer_at_least
 from fedtheory.privacy.accountants import get_accountant
 from fedtheory.privacy.calibration import calibrate
 from fedtheory.privacy.events import DpEvent, selection_event
-from fedtheory.privacy.silos import (PrivacyPlan, _events, _per_silo, silo_event, silo_privacy_plan, silo_sample_rates,
+from fedtheory.privacy.silos import (PrivacyPlan, per_silo, silo_event, silo_privacy_plan, silo_sample_rates,
                                      silo_steps)
 
 __all__ = [
@@ -133,7 +133,7 @@ class SiloLedger:
 
     def events(self, z, q, selection_eps=0.0) -> list[DpEvent]:
         """What ran, as one DpEvent per silo (:func:`silo_event`) at noise multipliers ``z``."""
-        return _events(self.dpsgd_steps, self.selections, z, q, selection_eps)
+        return PrivacyPlan(self.dpsgd_steps, self.selections).events(z, q, selection_eps)
 
     def summary(self, q: np.ndarray) -> dict:
         """JSON-safe per-silo record: sampling rates charged, DP-SGD steps and selections run."""
@@ -152,8 +152,8 @@ def noise_multipliers(plan: PrivacyPlan, eps, delta, q, accountant: str, selecti
     :func:`fedtheory.privacy.calibration.calibrate` (deterministic; ``cache``: the on-disk cache).
     """
     k = plan.dpsgd_steps.size
-    eps, delta, q = _per_silo("eps", eps, k), _per_silo("delta", delta, k), _per_silo("q", q, k)
-    sel_eps = _per_silo("selection_eps", selection_eps, k)
+    eps, delta, q = per_silo("eps", eps, k), per_silo("delta", delta, k), per_silo("q", q, k)
+    sel_eps = per_silo("selection_eps", selection_eps, k)
     out = np.zeros(k)
     rows = {}
     for i in range(k):
@@ -186,7 +186,7 @@ def check_noise_multipliers(z, eps, plan: PrivacyPlan, accountant: str) -> None:
     """Raise :class:`PrivacyGuaranteeError` unless every private silo (finite ``eps_k``) that runs DP-SGD steps
     has a finite noise multiplier ``z_k > 0`` (checked before training: zero noise releases the data)."""
     k = plan.dpsgd_steps.size
-    z, eps = _per_silo("z", z, k), _per_silo("eps", eps, k)
+    z, eps = per_silo("z", z, k), per_silo("eps", eps, k)
     bad = np.flatnonzero(np.isfinite(eps) & (plan.dpsgd_steps > 0) & ~(np.isfinite(z) & (z > 0)))
     if bad.size:
         i = int(bad[0])
@@ -212,8 +212,8 @@ def check_spent(spent, eps, accountant: str) -> None:
 def spent_epsilons(ledger: SiloLedger, z, delta, q, accountant: str, selection_eps=0.0) -> np.ndarray:
     """ε each silo spent according to the ledger (what actually ran) at noise ``z_k``; ``inf`` where z_k = 0."""
     k = ledger.num_silos
-    z, delta, q = _per_silo("z", z, k), _per_silo("delta", delta, k), _per_silo("q", q, k)
-    sel_eps = _per_silo("selection_eps", selection_eps, k)
+    z, delta, q = per_silo("z", z, k), per_silo("delta", delta, k), per_silo("q", q, k)
+    sel_eps = per_silo("selection_eps", selection_eps, k)
     acc = get_accountant(accountant)
     out = np.full(k, math.inf)
     memo: dict = {}

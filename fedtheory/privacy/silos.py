@@ -36,7 +36,7 @@ from fedtheory.privacy.calibration import calibrate
 from fedtheory.privacy.dpsgd import _check_common, epsilon, run_event
 from fedtheory.privacy.events import DpEvent, compose, dpsgd_event, selection_event
 
-__all__ = ["silo_steps", "silo_sample_rates", "PrivacyPlan", "silo_privacy_plan", "silo_event",
+__all__ = ["silo_steps", "silo_sample_rates", "PrivacyPlan", "silo_privacy_plan", "silo_event", "per_silo",
            "silo_noise_multipliers", "silo_epsilons"]
 
 
@@ -114,11 +114,13 @@ def silo_event(noise_multiplier: float, sample_rate: float, dpsgd_steps: int, se
 
 def _events(steps, selections, z, q, selection_eps) -> list[DpEvent]:
     k = len(steps)
-    z, q, se = _per_silo("z", z, k), _per_silo("q", q, k), _per_silo("selection_eps", selection_eps, k)
+    z, q, se = per_silo("z", z, k), per_silo("q", q, k), per_silo("selection_eps", selection_eps, k)
     return [silo_event(z[i], q[i], steps[i], selections[i], se[i]) for i in range(k)]
 
 
-def _per_silo(name: str, value, k: int) -> np.ndarray:
+def per_silo(name: str, value, k: int) -> np.ndarray:
+    """``value`` (a scalar or one value per silo) as a float array of the ``k`` silos; ``ValueError`` naming
+    ``name`` otherwise."""
     arr = np.atleast_1d(np.asarray(value, dtype=float))
     if arr.size == 1:
         arr = np.full(k, arr.item())
