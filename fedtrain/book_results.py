@@ -5,7 +5,8 @@ The experiments layer above :mod:`fedtrain.results` (which stores and reads rows
 * :func:`figure_grid`, :func:`figure_rows`, :func:`theory_rows` and :func:`store_note`: the rows of a
   :class:`~fedtrain.results.CommittedStore` behind one of the book's figures, on the grid
   (:func:`fedtrain.presets.book_grid`, :func:`fedtrain.presets.theory_grid`) at the scale the store holds, and
-  the caption text naming the store;
+  the caption text naming the store; the same as methods of :class:`BookStore` (:func:`committed_store`), the
+  committed store as the chapters read it;
 * :func:`preset_targets`, :func:`compute_preset` and :func:`pack_store`: ``make results`` (``fedtrain sweep
   --preset paper --pack results``): every row of a preset (:data:`fedtrain.presets.RESULTS_PRESETS`) into
   resumable working stores, then the committed store written atomically from them.
@@ -22,16 +23,16 @@ from typing import TYPE_CHECKING, Any
 from fedtrain.config import ENGINE_VERSION, RunConfig
 from fedtrain.presets import (DATASET_FIGURES, LR_COMPUTE_ORDER, RESULTS_PRESETS, SCALES, THEORY_GRIDS, book_grid,
                               grid_note, theory_grid)
-from fedtrain.results import (DEFAULT_RESULTS_DIR, FORMAT, MANIFEST, REGENERATE_COMMAND, WORK_DIR, CommittedStore,
-                              ResultsStore, ResultsStoreError, _atomic_write_text, _check_row_key, _write_gzip_json,
-                              git_commit, pack_rows, provenance)
+from fedtrain.results import (DEFAULT_RESULTS_DIR, FORMAT, MANIFEST, REGENERATE_COMMAND, STORE_ENV, WORK_DIR,
+                              CommittedStore, ResultsStore, ResultsStoreError, _atomic_write_text, _check_row_key,
+                              _write_gzip_json, git_commit, pack_rows, provenance)
 from fedtrain.sweep import gaussian_lambda_configs, gaussian_lambda_sweep, run_sweep
 
 if TYPE_CHECKING:
     from fedtrain.engine import RunResult
 
-__all__ = ["figure_grid", "figure_rows", "theory_rows", "store_note", "preset_targets", "compute_preset",
-           "pack_store"]
+__all__ = ["figure_grid", "figure_rows", "theory_rows", "store_note", "BookStore", "committed_store",
+           "preset_targets", "compute_preset", "pack_store"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -65,6 +66,35 @@ def store_note(store: CommittedStore, name: str) -> str:
         if SCALES[info["scale"]]["grid"] != "full":
             grid += " (not paper scale)"
     return f"store {store.root.name}/{info['file']}, engine v{info['engine_version']}, commit {commits}\n{grid}"
+
+
+class BookStore(CommittedStore):
+    """A :class:`~fedtrain.results.CommittedStore` with the rows of the book's figures as methods."""
+
+    def grid(self, figure: str, dataset: str) -> list[RunConfig]:
+        """:func:`figure_grid`."""
+        return figure_grid(self, figure, dataset)
+
+    def figure_rows(self, figure: str, dataset: str) -> "list[RunResult]":
+        """:func:`figure_rows`."""
+        return figure_rows(self, figure, dataset)
+
+    def theory(self) -> dict:
+        """:func:`theory_rows`."""
+        return theory_rows(self)
+
+    def note(self, name: str) -> str:
+        """:func:`store_note`."""
+        return store_note(self, name)
+
+
+def committed_store(root: str | os.PathLike | None = None) -> BookStore:
+    """The committed results store as the chapters read it (:class:`BookStore`, checked on opening): ``root``, else
+    the folder named by the environment variable ``FEDBOOK_RESULTS_STORE`` (e.g. a store packed with ``fedtrain
+    sweep --preset ... --pack DIR``), else ``results/``."""
+    if root is None:
+        root = os.environ.get(STORE_ENV) or None
+    return BookStore(root)
 
 
 # --------------------------------------------------------------------------------------------------

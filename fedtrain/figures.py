@@ -32,8 +32,13 @@ from fedtrain.analysis import (  # noqa: F401  (re-exported for older imports)
     privacy_table,
     theory_summary,
 )
-from fedtrain.book_results import figure_rows, store_note, theory_rows
+from fedtrain.book_results import committed_store, figure_rows, store_note, theory_rows
 from fedtrain.methods.registry import method_spec
+from fedtrain.analysis import best_by_setting, warm_start_label
+from fedtrain.config import RunConfig
+from fedtrain.presets import THEORY_SETUP
+from fedtrain.sweep import _split_seed
+from fedtrain.testing import tiny_federated
 
 if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.data.base import FederatedData
@@ -142,8 +147,6 @@ def _eps_text(eps: float) -> str:
 def runs_text(rows: Sequence["RunResult"]) -> str:
     """``'5 repeats'`` when the runs re-split the silos (the paper's protocol, :func:`fedtrain.sweep.repeat_config`),
     ``'2 seeds (one split)'`` when they share one split."""
-    from fedtrain.sweep import _split_seed
-
     pairs = {(r.config.seed, _split_seed(r.config)) for r in rows}
     splits = {s for _, s in pairs}
     if len(splits) > 1:
@@ -535,8 +538,6 @@ def plot_mask_ratio_sweep(rows: Sequence["RunResult"], eps: float, *, note: str 
     """
     import matplotlib.pyplot as plt
 
-    from fedtrain.analysis import best_by_setting, warm_start_label
-
     rows = [r for r in rows if r.config.eps == eps]
     if not rows:
         raise ValueError(f"eps must be a privacy level of rows (got {eps!r})")
@@ -644,8 +645,6 @@ def _fig_overhead(store):
 
 
 def _fig_theory(store):
-    from fedtrain.presets import THEORY_SETUP
-
     trained = theory_rows(store)
     fig, summary = plot_theory_meets_training(trained, num_silos=THEORY_SETUP["num_silos"], tau=THEORY_SETUP["tau"],
                                               n=THEORY_SETUP["n"], sigma=THEORY_SETUP["sigma"])
@@ -655,9 +654,6 @@ def _fig_theory(store):
 
 def _fig_audit_scores(_store=None):
     from fedtrain import audit
-    from fedtrain.config import RunConfig
-    from fedtrain.testing import tiny_federated
-
     # the privacy-audit chapter's setting: 3 silos of 100 records, 4 features, full batches, claimed ε = 2
     base = tiny_federated("regression", num_silos=3, dim=4, n_range=(100, 100), seed=0)
     cfg = RunConfig("tiny", "local", eps=2.0, delta=1e-5, lam=1.0, lr=0.5, rounds=20, batch_size=4096)
@@ -699,7 +695,7 @@ _NEEDS_NO_STORE = {"audit-scores"}
 
 def book_figure(name: str, store=None) -> BookFigure:
     """Draw the book's figure ``name`` (a key of :data:`BOOK_FIGURES`) from the committed results store
-    (``store``, default :func:`fedtrain.results.committed_store`), as the chapter shows it.
+    (``store``, default :func:`fedtrain.book_results.committed_store`), as the chapter shows it.
 
     Example (the command under each figure of the book): ``python -m fedtrain.figures local-vs-fedavg``
     writes ``local-vs-fedavg.png``.
@@ -707,8 +703,6 @@ def book_figure(name: str, store=None) -> BookFigure:
     if name not in _BOOK_FIGURE_MAKERS:
         raise ValueError(f"name must be one of {sorted(_BOOK_FIGURE_MAKERS)} (got {name!r})")
     if store is None and name not in _NEEDS_NO_STORE:
-        from fedtrain.results import committed_store
-
         store = committed_store()
     return _BOOK_FIGURE_MAKERS[name](store)
 

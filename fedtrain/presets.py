@@ -21,6 +21,12 @@ from __future__ import annotations
 import math
 import os
 from typing import Any
+from fedtheory.validation import check_integer_at_least, check_positive
+from fedtrain.data.cifar_hetero import CIFAR10_TRAIN_PER_CLASS, PAPER_NUM_SILOS
+from fedtrain.fedhdp.accounting import group_epsilon
+from fedtrain.fedhdp.config import FedHDPConfig
+from fedtrain.methods.registry import method_spec
+from fedtrain.sweep import expand_grid, repeat_configs
 
 __all__ = ["PAPER_DEFAULTS", "LAMBDA_GRID", "LR_GRID", "STANDIN_PRESETS", "paper_defaults", "FULL_ENV", "full_scale",
            "REDUCED", "REDUCED_EPS", "REDUCED_STANDIN_LAMBDAS", "FULL_GRID", "FULL_EPS", "SCALES", "LR_COMPUTE_ORDER",
@@ -44,7 +50,7 @@ FULL_ENV = "FEDBOOK_FULL"
 
 def full_scale() -> bool:
     """Whether ``FEDBOOK_FULL=1`` is set (``make book FULL=1``).  The empirical chapters read the committed
-    results store (:func:`fedtrain.results.committed_store`) at whatever scale it was computed; this flag only
+    results store (:func:`fedtrain.book_results.committed_store`) at whatever scale it was computed; this flag only
     selects the default ``scale`` of :func:`book_grid` (``"paper"`` instead of ``"reduced"``)."""
     return os.environ.get(FULL_ENV, "0").strip() == "1"
 
@@ -211,9 +217,6 @@ def book_grid(figure: str, dataset: str, *, full: bool | None = None, scale: str
     the silos with split seed ``1000 r`` and trains with seed ``1000 r``).  Figures share runs where their
     settings coincide, so a results store computes them once.
     """
-    from fedtrain.methods.registry import method_spec
-    from fedtrain.sweep import expand_grid, repeat_configs
-
     if figure not in BOOK_FIGURES:
         raise ValueError(f"figure must be one of {', '.join(BOOK_FIGURES)} (got {figure!r})")
     spec = BOOK_FIGURES[figure]
@@ -351,8 +354,6 @@ def deep_grid_note(figure: str, *, full: bool | None = None) -> str:
     scale = "paper scale" if full else "reduced scale"
     note = f"{scale}: {g['model']} model, T={g['rounds']} rounds, η={g['lr']}, {len(g['seeds'])} seeds"
     if g["dataset"] == "cifar10-hetero-standin":
-        from fedtrain.data.cifar_hetero import CIFAR10_TRAIN_PER_CLASS, PAPER_NUM_SILOS
-
         per_class = g["dataset_options"].get("samples_per_class", CIFAR10_TRAIN_PER_CLASS)
         size = f"~{per_class * 10 // PAPER_NUM_SILOS:,} images/silo"
         note += (f"; CIFAR-10 stand-in, paper size ({size})" if per_class >= CIFAR10_TRAIN_PER_CLASS else
@@ -371,8 +372,6 @@ def deep_grid(figure: str, *, full: bool | None = None) -> list:
     against ε.  Batch, clip, δ and IFCA's cluster count come from :func:`paper_defaults` of the dataset
     (App. C.4); the rest from the scale's entry.  ``full`` defaults to :func:`full_scale`.
     """
-    from fedtrain.sweep import expand_grid
-
     if figure not in DEEP_FIGURES:
         raise ValueError(f"figure must be one of {', '.join(DEEP_FIGURES)} (got {figure!r})")
     full = full_scale() if full is None else bool(full)
@@ -426,9 +425,6 @@ def fedhdp_noise_for_epsilon(epsilon: float, *, sample_rate: float, rounds: int,
     δ = 1e-4, 500 rounds give z = 1.503 (the paper's z = 1.5 gives ε = 3.608, printed 3.6)."""
     from scipy.optimize import brentq
 
-    from fedtheory.validation import check_integer_at_least, check_positive
-    from fedtrain.fedhdp.accounting import group_epsilon
-
     epsilon = float(check_positive("epsilon", epsilon))
     rounds = int(check_integer_at_least("rounds", rounds, 1))
     if not 0.0 < float(sample_rate) <= 1.0:
@@ -449,8 +445,6 @@ def fedhdp_grid(name: str = "claims-fashion", *, datasets=None, seeds=None) -> l
     """The :class:`~fedtrain.fedhdp.config.FedHDPConfig` list of :data:`FEDHDP_GRIDS` ``[name]`` (baselines once per
     seed, FedHDP at every ratio; z calibrated with :func:`fedhdp_noise_for_epsilon`), for
     :func:`fedtrain.fedhdp.experiments.run_experiment`; ``datasets`` / ``seeds`` restrict it."""
-    from fedtrain.fedhdp.config import FedHDPConfig
-
     if name not in FEDHDP_GRIDS:
         raise ValueError(f"name must be one of {', '.join(map(repr, FEDHDP_GRIDS))} (got {name!r})")
     g = FEDHDP_GRIDS[name]

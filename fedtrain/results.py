@@ -30,7 +30,8 @@ sweep skips every config whose key is already present (:meth:`ResultsStore.has`)
 resumes where it stopped.  Rows written by another :data:`~fedtrain.config.ENGINE_VERSION` have other
 keys; :meth:`ResultsStore.rows` skips them, and files not named by a row key are ignored.
 
-**Committed store** (:class:`CommittedStore`, :func:`committed_store`).  ``results/MANIFEST.json`` and one
+**Committed store** (:class:`CommittedStore`; the chapters open it with
+:func:`fedtrain.book_results.committed_store`).  ``results/MANIFEST.json`` and one
 gzip'd JSON file per dataset (:func:`pack_rows`: per-silo privacy arrays and data summaries stored once,
 per-silo metrics and the ledger left out, float32 metrics written losslessly in their shortest form), written
 atomically by :func:`fedtrain.book_results.compute_preset` (``fedtrain sweep --preset paper --pack results``,
@@ -51,12 +52,13 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from fedtrain.config import ENGINE_VERSION, RunConfig
 from fedtrain.encoding import encode
+from fedtrain.data.base import data_identity, identity_digest
 
 if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.engine import RunResult
 
 __all__ = ["ResultsStore", "DEFAULT_RESULTS_DIR", "WORK_DIR", "DEFAULT_WORK_STORE", "jsonable", "git_commit",
-           "provenance", "pack_rows", "CommittedStore", "StaleStoreError", "ResultsStoreError", "committed_store",
+           "provenance", "pack_rows", "CommittedStore", "StaleStoreError", "ResultsStoreError",
            "REGENERATE_COMMAND", "STORE_ENV", "DROPPED_FIELDS", "row_key", "result_row_key", "STALE_TEMP_SECONDS"]
 
 #: ``results/`` at the repository root: the committed store (``*.json.gz`` and ``MANIFEST.json``, see
@@ -118,8 +120,6 @@ _CONFIG_KEY = re.compile(r"^[0-9a-f]{16}$")
 
 def row_key(config: RunConfig, identity: "dict | None") -> str:
     """The key a row is filed under: ``<config.key()>-<identity_digest(identity)>`` (module docstring)."""
-    from fedtrain.data.base import identity_digest
-
     if not identity:
         raise ValueError(f"a results-store row needs the identity of its data (config {config.key()}: "
                          "result.data has no 'identity'; results of fedtrain.engine.run carry it)")
@@ -128,15 +128,11 @@ def row_key(config: RunConfig, identity: "dict | None") -> str:
 
 def result_row_key(result: "RunResult") -> str:
     """:func:`row_key` of a finished run (its config and the identity in ``result.data``)."""
-    from fedtrain.data.base import data_identity
-
     return row_key(result.config, data_identity(result.data or {}))
 
 
 def _check_row_key(row: dict, filed_as: str, where: str) -> None:
     """Raise :class:`ResultsStoreError` unless the row's stored config and data identity hash to ``filed_as``."""
-    from fedtrain.data.base import data_identity
-
     try:
         actual = row_key(RunConfig.from_dict(row["config"]), data_identity(row.get("data") or {}))
     except (KeyError, TypeError, ValueError) as exc:
@@ -231,8 +227,6 @@ class ResultsStore:
             return [self._path(config_or_key)]
         ck = config_or_key if isinstance(config_or_key, str) else config_or_key.key()
         if identity:
-            from fedtrain.data.base import identity_digest
-
             return [self._path(f"{ck}-{identity_digest(identity)}")]
         if not self.root.is_dir():
             return []
@@ -630,12 +624,3 @@ class CommittedStore:
 
 #: Environment variable naming another committed store for the chapters to read (default ``results/``).
 STORE_ENV = "FEDBOOK_RESULTS_STORE"
-
-
-def committed_store(root: str | os.PathLike | None = None) -> CommittedStore:
-    """The committed results store, checked (:class:`CommittedStore`): ``root``, else the folder named by the
-    environment variable ``FEDBOOK_RESULTS_STORE`` (e.g. a store packed with ``fedtrain sweep --preset ...
-    --pack DIR``), else ``results/``."""
-    if root is None:
-        root = os.environ.get(STORE_ENV) or None
-    return CommittedStore(root)

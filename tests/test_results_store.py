@@ -33,10 +33,10 @@ import numpy as np
 import pytest
 
 from fedtrain.config import ENGINE_VERSION, RunConfig
-from fedtrain.book_results import (compute_preset, figure_grid, figure_rows, pack_store, preset_targets, store_note,
-                                   theory_rows)
+from fedtrain.book_results import (BookStore, committed_store, compute_preset, figure_grid, figure_rows, pack_store,
+                                   preset_targets, store_note, theory_rows)
 from fedtrain.results import (DEFAULT_RESULTS_DIR, MANIFEST, REGENERATE_COMMAND, CommittedStore, ResultsStore,
-                              StaleStoreError, committed_store, row_key)
+                              StaleStoreError, row_key)
 from fedtrain.sweep import run_sweep
 from fedtrain.testing import fake_result
 
@@ -154,6 +154,9 @@ def test_pack_round_trips_what_the_figures_read(packed):
     note = store_note(store, name)
     assert "gleam-standin.json.gz" in note and f"engine v{ENGINE_VERSION}" in note and "not paper scale" in note
     assert len(figure_rows(store, "fig3", name)) == len(figure_grid(store, "fig3", name))
+    book = committed_store(out)  # the chapters' view: the same rows, with the figures' reads as methods
+    assert isinstance(book, BookStore) and book.note(name) == note
+    assert [r.config for r in book.figure_rows("fig3", name)] == [r.config for r in figure_rows(store, "fig3", name)]
     manifest = json.loads((out / MANIFEST).read_text())
     assert manifest["engine_version"] == ENGINE_VERSION and manifest["wall_seconds"] >= 0
     assert manifest["computations"] and manifest["computations"][0]["computed"] == res["computed"]
