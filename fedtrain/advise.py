@@ -40,6 +40,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+from fedtrain import ledger
+from fedtrain.results import ResultsStore, jsonable
+from fedtrain.sweep import load_config_data, run_sweep, summarize
 
 if TYPE_CHECKING:  # pragma: no cover - fedtheory.advisor pulls scipy.optimize: imported where used, so that
     from fedtheory.advisor import Advice, DirectionAdvice  # importing fedtrain.cli (`fedtrain run`) stays light
@@ -114,7 +117,6 @@ def predict(data, config, eps_values, *, dp_model: str = "prox") -> list[Predict
     contracted by the prox term for ``dp_model="prox"``), τ² per parameter (:func:`_tau2`, isotropic).  The
     unit-curvature advice (Thm E.5 on curvature-weighted variances ``Σ_i h_i v_i/Σ_i h_i``) comes with it as
     ``advice``: it omits the factor h of :func:`fedtheory.advisor.direction_lambda`."""
-    from fedtrain import ledger
     from fedtrain.engine import resolve_budgets
 
     fits = _silo_fits(data)
@@ -181,8 +183,6 @@ def configure_advise_parser(p: argparse.ArgumentParser, common: Callable[..., No
 
 
 def _best_lambda(rows) -> tuple[float, list[tuple[float, float]]]:
-    from fedtrain.sweep import summarize
-
     summ = summarize(rows, by=("lam",))
     curve = sorted((float(s["lam"]), float(s["mean"])) for s in summ)
     return min(curve, key=lambda t: t[1])[0], curve
@@ -230,8 +230,6 @@ def advise_and_check(data, configs, *, check: bool = True, store=None, progress=
     10 % / 90 % quantiles of the minimiser over ``bootstrap`` resamplings of the repeats.  ``data`` is used for the
     split it holds (``None``: every split is loaded, ``data_dir`` for real files).  The excess error at the
     prediction interpolates the mean curve in log λ (:func:`interpolated_error`)."""
-    from fedtrain.sweep import load_config_data, run_sweep
-
     eps_values = list(dict.fromkeys(float(c.eps) for c in configs))
     splits: dict[str, Any] = {}
     for c in configs:
@@ -350,8 +348,6 @@ def write_check(report, path, *, command: str, seconds: float, settings: dict, d
     import tempfile
     import time
 
-    from fedtrain.results import jsonable
-
     commit = code_commit() if commit is None else commit
     data = None
     if data_summary is not None:
@@ -416,9 +412,6 @@ def _command_line(args: argparse.Namespace) -> str:
 
 def run_advise(args: argparse.Namespace, configs_from_args: Callable, out) -> int:
     """Run ``fedtrain advise``; prints a table (or ``--json``); returns the exit status."""
-    from fedtrain.results import ResultsStore, jsonable
-    from fedtrain.sweep import load_config_data
-
     if list(args.method) != ["mrmtl"]:
         raise ValueError(f"fedtrain advise predicts MR-MTL's lambda; --method must be mrmtl (got {args.method})")
     import time

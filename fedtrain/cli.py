@@ -57,6 +57,11 @@ from fedtrain.methods.registry import LAMBDA_METHODS, METHOD_REGISTRY, option_pa
 from fedtrain.params import Param, add_flag, params_of
 from fedtrain.presets import RESULTS_PRESETS, paper_defaults
 from fedtrain.results import DEFAULT_WORK_STORE, WORK_DIR, ResultsStore
+from fedtrain.book_results import compute_preset
+from fedtrain.data.registry import DATASETS, DATASET_DESCRIPTIONS, REAL_DATASETS
+from fedtrain.executors import SweepTaskError
+from fedtrain.ledger import LedgerMismatchError, PrivacyGuaranteeError
+from fedtrain.sweep import expand_grid, load_config_data, repeat_configs, run_sweep, summarize
 
 __all__ = ["main", "build_parser", "configs_from_args", "register_command", "LAMBDA_METHODS"]
 
@@ -114,8 +119,6 @@ def _option(text: str) -> tuple[str, Any]:
 
 
 def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
-    from fedtrain.data.registry import DATASETS
-
     g = p.add_argument_group("data")
     g.add_argument("--dataset", required=not sweep, choices=DATASETS,
                    help="dataset name (real or stand-in)" + ("; required unless --preset" if sweep else ""))
@@ -208,8 +211,6 @@ def _distinct(name: str, values: list) -> list:
 
 def configs_from_args(args: argparse.Namespace) -> list[RunConfig]:
     """The validated grid a ``run``/``sweep`` command line describes (seeds vary fastest)."""
-    from fedtrain.sweep import expand_grid
-
     if getattr(args, "method", None) is None:
         raise ValueError("--method is required (one of " + ", ".join(METHOD_REGISTRY) + ")")
     as_list = lambda v: v if isinstance(v, list) else [v]  # noqa: E731
@@ -241,8 +242,6 @@ def configs_from_args(args: argparse.Namespace) -> list[RunConfig]:
         configs += expand_grid(base, **axes, seed=seeds)
     repeats = getattr(args, "repeats", None)
     if repeats is not None:
-        from fedtrain.sweep import repeat_configs
-
         if len(given.get("seed", [])) > 1:
             raise ValueError("--repeats N takes one base seed (--seed T0; repeat r trains with seed T0+1000r), "
                              f"not a seed list (got --seeds {','.join(map(str, given['seed']))})")
@@ -265,8 +264,6 @@ def _bare_seed_count(argv: Sequence[str]) -> str | None:
 
 
 def _summary(rows: list, by: Sequence[str]) -> list[dict]:
-    from fedtrain.sweep import summarize
-
     out = []
     for entry in summarize(rows, by=by):
         group = [r for r in rows if all(repr(getattr(r.config, b)) == repr(entry[b]) for b in by)]
@@ -358,18 +355,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = sys.stdout
     if args.command == "datasets":
-        from fedtrain.data.registry import DATASET_DESCRIPTIONS, DATASETS, REAL_DATASETS
-
         for name in DATASETS:
             fallback = "real (needs its data file)" if name in REAL_DATASETS else "synthetic"
             print(f"{name}\t{DATASET_DESCRIPTIONS.get(name, fallback)}", file=out)
         return 0
     if args.command in _COMMANDS:
         return int(_COMMANDS[args.command][2](args))
-    from fedtrain.executors import SweepTaskError
-    from fedtrain.ledger import LedgerMismatchError, PrivacyGuaranteeError
-    from fedtrain.sweep import run_sweep
-
     if args.command == "sweep" and (args.preset is not None or args.pack is not None or args.only is not None):
         return _preset(parser, args, argv, out)
     if args.command == "sweep" and args.dataset is None:
@@ -382,7 +373,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         configs = configs_from_args(args)
         if args.command == "sweep" and args.dry_run:
             from fedtrain.engine import validate
-            from fedtrain.sweep import load_config_data
 
             loaded: dict[str, Any] = {}
             for c in configs:  # validate against the data too (model, δ rule, cluster count), train nothing
@@ -437,8 +427,6 @@ def _preset(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Seq
     """``fedtrain sweep --preset NAME [--results WORK] [--pack DIR] [--only NAMES] [--dry-run]``."""
     import shlex
 
-    from fedtrain.book_results import compute_preset
-
     if args.preset is None:
         parser.error("--pack and --only go with --preset NAME")
     grid_flags = [a.split("=")[0] for a in argv if a.startswith("--") and a.split("=")[0] not in (
@@ -449,9 +437,6 @@ def _preset(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Seq
                      f"{', '.join(grid_flags) or '-D'}")
     names = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
     command = "fedtrain " + " ".join(shlex.quote(a) for a in argv)
-    from fedtrain.executors import SweepTaskError
-    from fedtrain.ledger import LedgerMismatchError, PrivacyGuaranteeError
-
     options = {k: v for k, v in (("address", args.address), ("num_cpus", args.num_cpus),
                                  ("connect_timeout", args.connect_timeout)) if v is not None}
     if options and args.executor != "ray":

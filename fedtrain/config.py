@@ -47,6 +47,7 @@ from fedtrain.methods.options import PROX_MODES, MethodOptions
 from fedtrain.methods.registry import METHODS, method_spec, option_params
 from fedtrain.params import params_of, param, validate_fields
 from fedtrain.paper import PAPER_DEFAULTS
+from fedtrain.data.registry import CLIENT_DATASETS
 
 __all__ = [
     "METHODS",
@@ -198,8 +199,6 @@ class RunConfig:
             value = kwargs.pop(name, default)
             object.__setattr__(self, name, {} if value is None and name == "dataset_options" else value)
         validate_fields(self)
-        from fedtrain.data.registry import CLIENT_DATASETS
-
         if self.dataset in CLIENT_DATASETS:
             raise ValueError(f"dataset {self.dataset!r} is one of FedHDP's client-level datasets "
                              f"{list(CLIENT_DATASETS)}: train it with the client-level methods "

@@ -17,6 +17,10 @@ Layers, each importing only its own layer and those below:
 3. ``cli``: the ``fedtrain`` command.
 
 ``fedtheory`` stands alone: it imports nothing from ``fedtrain``.
+
+An import of a project module inside a function is kept only where it defers an optional heavy third-party
+package (:data:`DEFERRED_PACKAGES`) that the importing module does not load already; every other project import
+sits at the top of its module.
 """
 from __future__ import annotations
 
@@ -48,6 +52,15 @@ LAYER_OF = {
     "fedtrain.advise": "cli",
     "fedtrain.fedhdp.cli": "cli",
 }
+
+
+#: Third-party packages whose import a function-level import of a project module may defer, so that a caller who
+#: does not need them does not pay for them: ``torch`` (the training engine; ``fedtrain.cli``, the configuration and
+#: the results store load without it), ``sympy`` (the symbolic derivations), ``scipy`` (``scipy.optimize``'s
+#: calibration searches and ``scipy.stats``), ``dp_accounting`` (its PLD accountant), ``matplotlib`` (figures),
+#: ``ray`` and ``opacus`` (optional extras), ``ipywidgets`` (the book's widgets).
+DEFERRED_PACKAGES = frozenset({"torch", "sympy", "scipy", "dp_accounting", "matplotlib", "ray", "opacus",
+                               "ipywidgets"})
 
 
 def _modules() -> dict[str, tuple[pathlib.Path, bool]]:
@@ -113,6 +126,43 @@ def _imports() -> list[tuple[str, str, int, bool]]:
 
 
 IMPORTS = _imports()
+
+
+def _third_party_at_import() -> dict[str, set[str]]:
+    """The third-party top-level packages each module imports when it is imported (module level, any depth of
+    ``try``/``if`` but not ``if TYPE_CHECKING:``), following module-level project imports and parent packages."""
+    own: dict[str, set[str]] = {m: set() for m in MODULES}
+    for module, (path, _) in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+
+        def visit(node: ast.AST) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                    continue
+                if isinstance(child, ast.If) and _is_type_checking(child.test):
+                    continue
+                if isinstance(child, ast.Import):
+                    own[module].update(a.name.split(".")[0] for a in child.names)
+                elif isinstance(child, ast.ImportFrom) and not child.level and child.module:
+                    own[module].add(child.module.split(".")[0])
+                visit(child)
+
+        visit(tree)
+    edges = _edges([i for i in IMPORTS if not i[3]])
+    for m in MODULES:
+        parts = m.split(".")
+        edges[m].update(".".join(parts[:i]) for i in range(1, len(parts)))
+    out = {}
+    for m in MODULES:
+        seen, todo, pkgs = set(), [m], set()
+        while todo:
+            x = todo.pop()
+            if x not in seen:
+                seen.add(x)
+                pkgs |= own[x]
+                todo.extend(edges[x])
+        out[m] = pkgs - set(PACKAGES)
+    return out
 
 
 def layer(module: str) -> str:
@@ -220,3 +270,14 @@ def test_the_paper_layer_imports_nothing():
 def test_the_theory_imports_nothing_of_training():
     bad = [(a, b, n) for a, b, n, _ in IMPORTS if a.startswith("fedtheory") and b.startswith("fedtrain")]
     assert not bad
+
+
+def test_function_level_imports_only_defer_heavy_packages():
+    """A project import inside a function must defer a package of :data:`DEFERRED_PACKAGES` that the importing
+    module does not load anyway; any other one belongs at the top of the module."""
+    loads = _third_party_at_import()
+    needless = [f"{a}:{n} imports {b} inside a function (defers nothing of {sorted(DEFERRED_PACKAGES)})"
+                for a, b, n, lazy in IMPORTS if lazy and not ((loads[b] - loads[a]) & DEFERRED_PACKAGES)]
+    assert not needless, "; ".join(needless)
+    # the reader sees the engine's torch and keeps the CLI light
+    assert "torch" in loads["fedtrain.engine"] and "torch" not in loads["fedtrain.cli"]

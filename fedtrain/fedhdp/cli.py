@@ -24,6 +24,10 @@ import numpy as np
 
 from fedtrain.fedhdp.config import FEDHDP_METHODS, FedHDPConfig
 from fedtrain.params import add_flag, params_of
+from fedtrain.data.registry import FILE_DATASETS, load_dataset
+from fedtrain.encoding import encode
+from fedtrain.fedhdp.experiments import SCALES, check_claims, experiment_configs, run_experiment, save_results
+from fedtrain.fedhdp.tables import format_table, table_rows
 
 __all__ = ["wants_client_level", "run_main", "configure_claims_parser", "run_claims"]
 
@@ -80,8 +84,6 @@ def _seeds(text: str) -> list[int]:
 
 def run_main(argv: Sequence[str]) -> int:
     """``fedtrain run`` for the client-level methods (``argv`` without the leading ``run``)."""
-    from fedtrain.data.registry import FILE_DATASETS, load_dataset
-    from fedtrain.encoding import encode
     from fedtrain.fedhdp.trainer import train
 
     parser = build_parser()
@@ -117,8 +119,6 @@ def run_main(argv: Sequence[str]) -> int:
     if args.json:
         print(json.dumps(encode(summary)), file=sys.stdout)
         return 0
-    from fedtrain.fedhdp.tables import format_table, table_rows
-
     print(format_table(table_rows(results)))
     eps = ", ".join(f"{k}: {v['epsilon']:.4g}" for k, v in summary["privacy"]["groups"].items())
     print(f"data: {c0.dataset} ({'real' if summary['real_data'] else 'synthetic stand-in'}); epsilon per group "
@@ -128,8 +128,6 @@ def run_main(argv: Sequence[str]) -> int:
 
 def configure_claims_parser(p: argparse.ArgumentParser) -> None:
     """``fedtrain fedhdp-claims``'s arguments."""
-    from fedtrain.fedhdp.experiments import SCALES
-
     p.add_argument("--scale", choices=tuple(SCALES), default="claims", help="experiment scale (default claims)")
     p.add_argument("--results", default=None, help="folder storing each finished run (resumable)")
     p.add_argument("--json", action="store_true", help="print the tables' rows and the checks as JSON")
@@ -139,21 +137,14 @@ def configure_claims_parser(p: argparse.ArgumentParser) -> None:
 
 def run_claims(args: argparse.Namespace) -> int:
     """``fedtrain fedhdp-claims``: the claims' experiment, its tables and checks; returns the exit status."""
-    from fedtrain.fedhdp.experiments import check_claims, experiment_configs, run_experiment
-    from fedtrain.fedhdp.tables import format_table, table_rows
-
     configs = experiment_configs(args.scale, "noniid-digits") + experiment_configs(args.scale, "noniid-digits-skewed")
     rows = run_experiment(configs, args.results, log=lambda s: print(s, file=sys.stderr, flush=True))
     if args.save:
-        from fedtrain.fedhdp.experiments import save_results
-
         save_results(rows, args.save, scale=args.scale, command=f"fedtrain fedhdp-claims --scale {args.scale}")
     checks = check_claims(rows)
     tables = {ds: table_rows([r for r in rows if r["config"]["dataset"] == ds])
               for ds in ("noniid-digits", "noniid-digits-skewed")}
     if args.json:
-        from fedtrain.encoding import encode
-
         print(json.dumps(encode({"scale": args.scale, "tables": tables,
                                  "checks": [c.__dict__ for c in checks]})))
         return 0
