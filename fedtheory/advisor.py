@@ -38,9 +38,10 @@ from typing import Optional
 
 import numpy as np
 
-from fedtheory._validation import as_float_array, check_choice, check_integer_at_least, check_positive
+from fedtheory.validation import as_float_array, check_choice, check_integer_at_least, check_positive
 from fedtheory.mean_estimation import local_variance
 from fedtheory.mean_estimation.heterogeneous import mse_heterogeneous, optimal_lambdas_heterogeneous
+from fedtheory.privacy.gaussian import analytic_gaussian_sigma, gaussian_sigma, rdp_gaussian_sigma
 
 __all__ = ["CALIBRATIONS", "DP_MODELS", "Advice", "DirectionSilo", "DirectionAdvice", "noise_std",
            "estimate_tau2_heterogeneous", "estimate_tau2_reml", "derive_direction_lambda", "direction_lambda",
@@ -52,8 +53,6 @@ CALIBRATIONS = ("analytic", "rdp", "classic")
 
 def noise_std(eps, delta, clip: float = 1.0, calibration: str = "analytic") -> np.ndarray:
     """Per-silo noise std ``σ_DP,k`` of one Gaussian release at ``(ε_k, δ_k)`` (0 where ε_k = ∞)."""
-    from fedtheory.privacy.gaussian import analytic_gaussian_sigma, gaussian_sigma, rdp_gaussian_sigma
-
     check_choice("calibration", calibration, CALIBRATIONS)
     eps = as_float_array("eps", eps)
     if (eps <= 0).any() or np.isnan(eps).any():

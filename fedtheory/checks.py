@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 import sympy as sp
+from fedtheory.figures.tables import display_checks
 
 __all__ = ["Check", "compare", "checks_table"]
 
@@ -100,6 +101,4 @@ def checks_table(checks: Iterable[Check], **kwargs):
     Markdown; see :func:`fedtheory.figures.tables.checks_markdown` for the layout and the keyword
     arguments (``expected_failures``, ``max_width``).
     """
-    from fedtheory.figures.tables import display_checks
-
     return display_checks(checks, **kwargs)

@@ -21,6 +21,9 @@ from typing import Callable, Iterable
 
 import sympy as sp
 
+from fedtheory.linear_regression import symbolic as L
+from fedtheory.mean_estimation import symbolic as ME
+
 __all__ = ["GeneratedFunction", "FUNCTIONS", "js_function", "js_library", "expression"]
 
 
@@ -41,12 +44,10 @@ class GeneratedFunction:
 
 
 def _me():
-    from fedtheory.mean_estimation import symbolic as S
-    return S
+    return ME
 
 
 def _lr():
-    from fedtheory.linear_regression import symbolic as L
     return L
 
 

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from fedtheory._validation import (as_float_array, check_integer_at_least, check_nonnegative,
+from fedtheory.validation import (as_float_array, check_integer_at_least, check_nonnegative,
                                    check_positive)
 
 __all__ = [

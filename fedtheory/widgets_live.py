@@ -24,6 +24,9 @@ from typing import Any, Callable
 import numpy as np
 
 from fedtheory import jsgen
+from fedtheory import linear_regression as lr, point_estimation as pe
+from fedtheory.mean_estimation import (crossover_epsilon, fedavg_mse, gap_to_fedavg, gap_to_local, gaussian_sigma,
+                                       local_variance, mse, optimal_lambda, optimal_mse)
 
 __all__ = ["LiveFigure", "LIVE_FIGURES", "live_controls", "live_html", "reference_values", "compare_live"]
 
@@ -71,12 +74,10 @@ return {
 
 
 def _me_sigma_loc2(p: dict) -> float:
-    from fedtheory.mean_estimation import gaussian_sigma, local_variance
     return local_variance(p["sigma"] ** 2, int(p["n"]), gaussian_sigma(p["eps"], p["delta"], p["c"]) ** 2)
 
 
 def _me_error_reference(p: dict, page: dict) -> dict:
-    from fedtheory.mean_estimation import fedavg_mse, local_variance, mse, optimal_lambda, optimal_mse
     s, t2, K = _me_sigma_loc2(p), p["tau"] ** 2, int(p["K"])
     lam = np.asarray(page["lam"], dtype=float)
     return {"E": mse(lam, s, t2, K), "E_nonprivate": mse(lam, local_variance(p["sigma"] ** 2, int(p["n"])), t2, K),
@@ -109,8 +110,6 @@ return {
 
 
 def _me_gaps_reference(p: dict, page: dict) -> dict:
-    from fedtheory.mean_estimation import (crossover_epsilon, fedavg_mse, gap_to_fedavg, gap_to_local,
-                                           gaussian_sigma, local_variance, optimal_mse)
     eps = np.asarray(page["eps"], dtype=float)
     t2, K, n = p["tau"] ** 2, int(p["K"]), int(p["n"])
     s = local_variance(p["sigma"] ** 2, n, gaussian_sigma(eps, p["delta"], p["c"]) ** 2)
@@ -150,8 +149,6 @@ def _split(p: dict) -> tuple[int, int]:
 
 
 def _fedhdp_server_reference(p: dict, page: dict) -> dict:
-    from fedtheory import linear_regression as lr
-    from fedtheory import point_estimation as pe
     n_np, n_p = _split(p)
     args = (n_np, n_p, p["alpha2"], p["tau2"], 0.0, p["gamma2"])
     r = np.asarray(page["r"], dtype=float)
@@ -177,7 +174,6 @@ return {
 
 
 def _fedhdp_lambdas_reference(p: dict, page: dict) -> dict:
-    from fedtheory import linear_regression as lr
     n_np, n_p = _split(p)
     N, a2, t2 = int(p["N"]), p["alpha2"], p["tau2"]
     g = np.asarray(page["gamma2"], dtype=float)
@@ -226,7 +222,6 @@ return {panels: panels, values: values,
 
 
 def _fedhdp_opt_out_reference(p: dict, page: dict) -> dict:
-    from fedtheory import linear_regression as lr
     n_np, n_p = _split(p)
     out: dict[str, Any] = {"n_np": n_np, "n_p": n_p}
     for key, fixed_r in (("r1", 1.0), ("rstar", None)):

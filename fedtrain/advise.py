@@ -40,12 +40,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+from fedtrain import ledger
+from fedtrain.results import ResultsStore, jsonable
+from fedtrain.sweep import load_config_data, run_sweep, summarize
 
 if TYPE_CHECKING:  # pragma: no cover - fedtheory.advisor pulls scipy.optimize: imported where used, so that
-    from fedtheory.advisor import Advice, DirectionAdvice  # registering the subcommand keeps `fedtrain run` light
+    from fedtheory.advisor import Advice, DirectionAdvice  # importing fedtrain.cli (`fedtrain run`) stays light
 
 __all__ = ["Prediction", "predict", "nearest_grid_error", "interpolated_error", "advise_and_check", "plot_check",
-           "register", "configure_advise_parser", "run_advise", "code_commit", "write_check", "load_check",
+           "configure_advise_parser", "run_advise", "code_commit", "write_check", "load_check",
            "DEFAULT_CHECK_LAMS",
            "PAPER_CHECK_LAMS"]
 
@@ -114,7 +117,6 @@ def predict(data, config, eps_values, *, dp_model: str = "prox") -> list[Predict
     contracted by the prox term for ``dp_model="prox"``), τ² per parameter (:func:`_tau2`, isotropic).  The
     unit-curvature advice (Thm E.5 on curvature-weighted variances ``Σ_i h_i v_i/Σ_i h_i``) comes with it as
     ``advice``: it omits the factor h of :func:`fedtheory.advisor.direction_lambda`."""
-    from fedtrain import privacy
     from fedtrain.engine import resolve_budgets
 
     fits = _silo_fits(data)
@@ -122,7 +124,9 @@ def predict(data, config, eps_values, *, dp_model: str = "prox") -> list[Predict
     K = len(fits)
     tau2 = _tau2(data, fits)
     trace = np.array([f["h"].sum() for f in fits])
-    steps = privacy.silo_steps(n, config.batch_size, config.rounds, config.local_epochs)
+    # the silos' privacy plan (MR-MTL's: local_epochs DP-SGD epochs per round, no selections), as the engine's
+    plan = ledger.silo_privacy_plan(n, config.batch_size, config.rounds, config.local_epochs)
+    steps = plan.dpsgd_steps
     # GD from 0 stopped after T steps keeps the fraction 1 − ρ^T of the OLS solution per direction, so the
     # statistical variance there is (1 − ρ^T)² σ²/(n h) (the early-stopping bias is common to all λ and ignored)
     stop = [(-np.expm1(int(t) * np.log1p(-config.lr * f["h"]))) ** 2 for f, t in zip(fits, steps)]
@@ -131,15 +135,14 @@ def predict(data, config, eps_values, *, dp_model: str = "prox") -> list[Predict
     from fedtheory.advisor import DirectionSilo, advise_directions, advise_from_variances
     from fedtheory.privacy.random_walk import dp_gd_noise_variance  # sympy-backed: imported here, not by `fedtrain run`
 
-    B = privacy.expected_batch_sizes(n, config.batch_size)
+    B = ledger.expected_batch_sizes(n, config.batch_size)
     out = []
     for eps in eps_values:
         if math.isinf(eps):
             z = np.zeros(K)
         else:
             e, d = resolve_budgets(config.replace(eps=eps), data)
-            z = privacy.noise_multipliers(e, d, n, config.batch_size, config.rounds, config.local_epochs,
-                                          config.accountant)
+            z = ledger.noise_multipliers(plan, e, d, plan.sample_rates, config.accountant)
         s2 = (config.lr * config.clip * z / B) ** 2
         dp = np.array([float(f["h"] @ np.atleast_1d(dp_gd_noise_variance(s2[k], config.lr, f["h"], int(steps[k]))))
                        for k, f in enumerate(fits)]) / trace
@@ -153,27 +156,6 @@ def predict(data, config, eps_values, *, dp_model: str = "prox") -> list[Predict
 # --------------------------------------------------------------------------------------------------
 # command line
 # --------------------------------------------------------------------------------------------------
-
-def register() -> None:
-    """Add ``fedtrain advise`` to :mod:`fedtrain.cli` (``register_command``); called by ``fedtrain.cli``."""
-    from fedtrain import cli
-
-    def configure(p: argparse.ArgumentParser) -> None:
-        configure_advise_parser(p, cli._common)
-
-    def handler(args: argparse.Namespace) -> int:
-        import sys
-
-        from fedtrain.data.files import DatasetCorruptError, DatasetNotFoundError
-
-        try:
-            return run_advise(args, cli.configs_from_args, sys.stdout)
-        except (ValueError, DatasetNotFoundError, DatasetCorruptError) as exc:
-            raise SystemExit(f"fedtrain: error: {exc}") from None
-
-    cli.register_command("advise", "predict MR-MTL's lambda* from the linear-regression theory (--check: sweep it)",
-                         configure, handler)
-
 
 def configure_advise_parser(p: argparse.ArgumentParser, common: Callable[..., None]) -> argparse.ArgumentParser:
     """``fedtrain advise``'s arguments: ``common`` adds ``fedtrain sweep``'s data/privacy/training options."""
@@ -201,8 +183,6 @@ def configure_advise_parser(p: argparse.ArgumentParser, common: Callable[..., No
 
 
 def _best_lambda(rows) -> tuple[float, list[tuple[float, float]]]:
-    from fedtrain.sweep import summarize
-
     summ = summarize(rows, by=("lam",))
     curve = sorted((float(s["lam"]), float(s["mean"])) for s in summ)
     return min(curve, key=lambda t: t[1])[0], curve
@@ -250,8 +230,6 @@ def advise_and_check(data, configs, *, check: bool = True, store=None, progress=
     10 % / 90 % quantiles of the minimiser over ``bootstrap`` resamplings of the repeats.  ``data`` is used for the
     split it holds (``None``: every split is loaded, ``data_dir`` for real files).  The excess error at the
     prediction interpolates the mean curve in log λ (:func:`interpolated_error`)."""
-    from fedtrain.sweep import load_config_data, run_sweep
-
     eps_values = list(dict.fromkeys(float(c.eps) for c in configs))
     splits: dict[str, Any] = {}
     for c in configs:
@@ -370,8 +348,6 @@ def write_check(report, path, *, command: str, seconds: float, settings: dict, d
     import tempfile
     import time
 
-    from fedtrain.results import jsonable
-
     commit = code_commit() if commit is None else commit
     data = None
     if data_summary is not None:
@@ -436,9 +412,6 @@ def _command_line(args: argparse.Namespace) -> str:
 
 def run_advise(args: argparse.Namespace, configs_from_args: Callable, out) -> int:
     """Run ``fedtrain advise``; prints a table (or ``--json``); returns the exit status."""
-    from fedtrain.results import ResultsStore, jsonable
-    from fedtrain.sweep import load_config_data
-
     if list(args.method) != ["mrmtl"]:
         raise ValueError(f"fedtrain advise predicts MR-MTL's lambda; --method must be mrmtl (got {args.method})")
     import time

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Callable, TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
+from fedtrain.config import RunConfig
 
 if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.config import RunConfig
@@ -48,8 +49,6 @@ def method_label(config: "RunConfig | Mapping[str, Any]") -> str:
     """Legend name of a run's method from the registry, e.g. ``IFCA (10% sel.)``, ``Finetune (50% FedAvg)``.
 
     ``config`` is a :class:`~fedtrain.config.RunConfig` (or a mapping of its fields and options)."""
-    from fedtrain.config import RunConfig
-
     if not isinstance(config, RunConfig):
         config = RunConfig(**{"dataset": "-", **dict(config)})
     return config.spec.label_for(config.options)

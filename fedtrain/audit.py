@@ -61,6 +61,7 @@ from scipy import stats
 
 from fedtrain.config import RunConfig
 from fedtrain.data.base import FederatedData
+from fedtheory.privacy.gaussian import gaussian_epsilon
 
 __all__ = [
     "AuditResult",
@@ -197,8 +198,6 @@ def full_batch_exact_epsilon(noise_multiplier: float, steps: int, delta: float) 
     (:func:`fedtheory.privacy.gaussian.gaussian_epsilon`).  An upper bound the audit of a full-batch run
     can be compared with (the RDP accountant's ε is larger).
     """
-    from fedtheory.privacy.gaussian import gaussian_epsilon
-
     if not noise_multiplier > 0 or int(steps) < 1:
         raise ValueError(f"noise_multiplier must be > 0 and steps >= 1 (got {noise_multiplier}, {steps})")
     return float(gaussian_epsilon(float(noise_multiplier) / math.sqrt(int(steps)), float(delta)))

@@ -37,7 +37,7 @@ Ray task, on a local Ray started for the sweep (``--num-cpus``, default all) or 
 (``--address``); a failing batch is retried ``--retries`` times, then reported after the others are stored
 (exit status 1); this process alone writes ``--results`` (:mod:`fedtrain.executors`).
 
-Other modules may add subcommands with :func:`register_command`.
+Other programs may add subcommands with :func:`register_command`.
 """
 from __future__ import annotations
 
@@ -48,12 +48,20 @@ import re
 import sys
 from typing import Any, Callable, Sequence
 
+from fedtrain import advise
 from fedtrain.config import RunConfig
+from fedtrain.data.files import DatasetCorruptError, DatasetNotFoundError
 from fedtrain.encoding import encode
+from fedtrain.fedhdp import cli as fedhdp_cli
 from fedtrain.methods.registry import LAMBDA_METHODS, METHOD_REGISTRY, option_params
 from fedtrain.params import Param, add_flag, params_of
 from fedtrain.presets import RESULTS_PRESETS, paper_defaults
 from fedtrain.results import DEFAULT_WORK_STORE, WORK_DIR, ResultsStore
+from fedtrain.book_results import compute_preset
+from fedtrain.data.registry import DATASETS, DATASET_DESCRIPTIONS, REAL_DATASETS
+from fedtrain.executors import SweepTaskError
+from fedtrain.ledger import LedgerMismatchError, PrivacyGuaranteeError
+from fedtrain.sweep import expand_grid, load_config_data, repeat_configs, run_sweep, summarize
 
 __all__ = ["main", "build_parser", "configs_from_args", "register_command", "LAMBDA_METHODS"]
 
@@ -67,8 +75,27 @@ _ALIASES = {"method": ("--method", "--methods"), "lam": ("--lam", "--lams"), "lr
 REPEATS = Param(kind="int", low=1, high=10_000, default_note="1 (one run per seed, on one split)",
                 help="repeats of the paper's protocol: repeat r re-splits every silo with split seed s0+1000r and "
                      "trains with seed t0+1000r (s0: the -D split seed, t0: --seed; both default 0)")
-#: Subcommands added by other modules: name -> (help, configure(parser), handler(args) -> exit status).
-_COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
+
+
+def _configure_advise(p: argparse.ArgumentParser) -> None:
+    advise.configure_advise_parser(p, _common)
+
+
+def _run_advise(args: argparse.Namespace) -> int:
+    try:
+        return advise.run_advise(args, configs_from_args, sys.stdout)
+    except (ValueError, DatasetNotFoundError, DatasetCorruptError) as exc:
+        raise SystemExit(f"fedtrain: error: {exc}") from None
+
+
+#: Subcommands besides ``run``, ``sweep`` and ``datasets``: name -> (help, configure(parser), handler(args) -> exit
+#: status).  The project's own are listed here; :func:`register_command` adds others.
+_COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {
+    "advise": ("predict MR-MTL's lambda* from the linear-regression theory (--check: sweep it)",
+               _configure_advise, _run_advise),
+    "fedhdp-claims": ("FedHDP's claims 1-4 on the non-IID digits (tables and checks; resumable)",
+                      fedhdp_cli.configure_claims_parser, fedhdp_cli.run_claims),
+}
 
 
 def register_command(name: str, help: str, configure: Callable[[argparse.ArgumentParser], None],
@@ -92,8 +119,6 @@ def _option(text: str) -> tuple[str, Any]:
 
 
 def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
-    from fedtrain.data.registry import DATASETS
-
     g = p.add_argument_group("data")
     g.add_argument("--dataset", required=not sweep, choices=DATASETS,
                    help="dataset name (real or stand-in)" + ("; required unless --preset" if sweep else ""))
@@ -186,8 +211,6 @@ def _distinct(name: str, values: list) -> list:
 
 def configs_from_args(args: argparse.Namespace) -> list[RunConfig]:
     """The validated grid a ``run``/``sweep`` command line describes (seeds vary fastest)."""
-    from fedtrain.sweep import expand_grid
-
     if getattr(args, "method", None) is None:
         raise ValueError("--method is required (one of " + ", ".join(METHOD_REGISTRY) + ")")
     as_list = lambda v: v if isinstance(v, list) else [v]  # noqa: E731
@@ -219,8 +242,6 @@ def configs_from_args(args: argparse.Namespace) -> list[RunConfig]:
         configs += expand_grid(base, **axes, seed=seeds)
     repeats = getattr(args, "repeats", None)
     if repeats is not None:
-        from fedtrain.sweep import repeat_configs
-
         if len(given.get("seed", [])) > 1:
             raise ValueError("--repeats N takes one base seed (--seed T0; repeat r trains with seed T0+1000r), "
                              f"not a seed list (got --seeds {','.join(map(str, given['seed']))})")
@@ -243,8 +264,6 @@ def _bare_seed_count(argv: Sequence[str]) -> str | None:
 
 
 def _summary(rows: list, by: Sequence[str]) -> list[dict]:
-    from fedtrain.sweep import summarize
-
     out = []
     for entry in summarize(rows, by=by):
         group = [r for r in rows if all(repr(getattr(r.config, b)) == repr(entry[b]) for b in by)]
@@ -324,10 +343,8 @@ def _join_negative_values(argv: list[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fedtrain`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    from fedtrain.fedhdp.cli import run_main, wants_client_level
-
-    if wants_client_level(argv):  # client-level methods (FedHDP family): their own trainer and flags
-        return run_main(_join_negative_values(argv[1:]))
+    if fedhdp_cli.wants_client_level(argv):  # client-level methods (FedHDP family): their own trainer and flags
+        return fedhdp_cli.run_main(_join_negative_values(argv[1:]))
     parser = build_parser()
     argv = _join_negative_values(argv)
     bare = _bare_seed_count(argv)
@@ -338,19 +355,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = sys.stdout
     if args.command == "datasets":
-        from fedtrain.data.registry import DATASET_DESCRIPTIONS, DATASETS, REAL_DATASETS
-
         for name in DATASETS:
             fallback = "real (needs its data file)" if name in REAL_DATASETS else "synthetic"
             print(f"{name}\t{DATASET_DESCRIPTIONS.get(name, fallback)}", file=out)
         return 0
     if args.command in _COMMANDS:
         return int(_COMMANDS[args.command][2](args))
-    from fedtrain.data.files import DatasetCorruptError, DatasetNotFoundError
-    from fedtrain.executors import SweepTaskError
-    from fedtrain.ledger import LedgerMismatchError, PrivacyGuaranteeError
-    from fedtrain.sweep import run_sweep
-
     if args.command == "sweep" and (args.preset is not None or args.pack is not None or args.only is not None):
         return _preset(parser, args, argv, out)
     if args.command == "sweep" and args.dataset is None:
@@ -363,7 +373,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         configs = configs_from_args(args)
         if args.command == "sweep" and args.dry_run:
             from fedtrain.engine import validate
-            from fedtrain.sweep import load_config_data
 
             loaded: dict[str, Any] = {}
             for c in configs:  # validate against the data too (model, δ rule, cluster count), train nothing
@@ -418,8 +427,6 @@ def _preset(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Seq
     """``fedtrain sweep --preset NAME [--results WORK] [--pack DIR] [--only NAMES] [--dry-run]``."""
     import shlex
 
-    from fedtrain.results import compute_preset
-
     if args.preset is None:
         parser.error("--pack and --only go with --preset NAME")
     grid_flags = [a.split("=")[0] for a in argv if a.startswith("--") and a.split("=")[0] not in (
@@ -430,9 +437,6 @@ def _preset(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Seq
                      f"{', '.join(grid_flags) or '-D'}")
     names = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
     command = "fedtrain " + " ".join(shlex.quote(a) for a in argv)
-    from fedtrain.executors import SweepTaskError
-    from fedtrain.ledger import LedgerMismatchError, PrivacyGuaranteeError
-
     options = {k: v for k, v in (("address", args.address), ("num_cpus", args.num_cpus),
                                  ("connect_timeout", args.connect_timeout)) if v is not None}
     if options and args.executor != "ray":
@@ -462,13 +466,3 @@ def _preset(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Seq
                if res["files"] else ""), file=out)
     return 0
 
-
-# ``fedtrain advise`` (fedtrain.advise) registers itself through register_command
-from fedtrain.advise import register as _register_advise  # noqa: E402
-
-_register_advise()
-
-# ``fedtrain fedhdp-claims`` (fedtrain.fedhdp.cli)
-from fedtrain.fedhdp.cli import register as _register_fedhdp  # noqa: E402
-
-_register_fedhdp()

@@ -46,7 +46,8 @@ from fedtrain.encoding import encode
 from fedtrain.methods.options import PROX_MODES, MethodOptions
 from fedtrain.methods.registry import METHODS, method_spec, option_params
 from fedtrain.params import params_of, param, validate_fields
-from fedtrain.presets import paper_defaults
+from fedtrain.paper import PAPER_DEFAULTS
+from fedtrain.data.registry import CLIENT_DATASETS
 
 __all__ = [
     "METHODS",
@@ -75,6 +76,30 @@ AGGREGATIONS = ("weighted", "uniform")
 #: Models (:func:`fedtrain.models.build_model`): the paper's convex learners, a small MLP, the paper's ConvNet.
 MODELS = ("linear", "mlp", "convnet")
 DEVICES = ("cpu", "cuda")
+
+
+def paper_defaults(dataset: str, method: str | None = None) -> dict[str, Any]:
+    """The App. C.4 settings for ``dataset``; with ``method``, only the options that method has.
+
+    An exact name is looked up first, then the name without a ``-standin`` suffix (``cifar10-hetero-standin``
+    gets ``cifar10-hetero``'s), then the part before the first ``-`` or ``_`` (so that a synthetic
+    stand-in named e.g. ``"vehicle-synthetic"`` gets Vehicle's settings).  The image datasets' entries
+    name ``model="convnet"`` (the paper's learner for them); the others leave ``model`` to
+    :class:`~fedtrain.config.RunConfig`'s default ``linear``.
+    """
+    name = dataset.lower()
+    if name not in PAPER_DEFAULTS and name.endswith("-standin"):
+        name = name[: -len("-standin")]
+    if name not in PAPER_DEFAULTS:
+        name = name.replace("_", "-").split("-")[0]
+    if name not in PAPER_DEFAULTS:
+        raise ValueError(f"dataset must be one of {', '.join(map(repr, PAPER_DEFAULTS))} "
+                         f"(or start with one of them) to use paper defaults (got {dataset!r})")
+    out = dict(PAPER_DEFAULTS[name])
+    if method is not None:
+        mine = set(method_spec(method).options.__dataclass_fields__)
+        out = {k: v for k, v in out.items() if k not in option_params() or k in mine}
+    return out
 
 
 def default_delta(n: int) -> float:
@@ -174,8 +199,6 @@ class RunConfig:
             value = kwargs.pop(name, default)
             object.__setattr__(self, name, {} if value is None and name == "dataset_options" else value)
         validate_fields(self)
-        from fedtrain.data.registry import CLIENT_DATASETS
-
         if self.dataset in CLIENT_DATASETS:
             raise ValueError(f"dataset {self.dataset!r} is one of FedHDP's client-level datasets "
                              f"{list(CLIENT_DATASETS)}: train it with the client-level methods "

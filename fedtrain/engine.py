@@ -34,6 +34,8 @@ from fedtrain.config import RunConfig, default_delta, paper_defaults
 from fedtrain.data.base import FederatedData
 from fedtrain.dpsgd import SAMPLERS, PoissonBatcher, dp_direction, draw_noise
 from fedtrain.models import build_model, loss_for_task
+from fedtrain.encoding import decode_float, decode_floats, encode
+from fedtrain.methods import get_method
 
 __all__ = ["RunResult", "run", "run_many", "validate", "resolve_budgets", "Trainer"]
 
@@ -96,8 +98,6 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-safe encoding (:func:`fedtrain.encoding.encode`: arrays as lists, ``inf``/``nan`` as strings)."""
-        from fedtrain.encoding import encode
-
         out = {f.name: encode(getattr(self, f.name)) for f in dataclasses.fields(self)}
         out["key"] = self.key
         return out
@@ -105,8 +105,6 @@ class RunResult:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunResult":
         """Inverse of :meth:`to_dict` (array fields back to numpy arrays; unknown keys are ignored)."""
-        from fedtrain.encoding import decode_float, decode_floats
-
         kw: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
             if f.name not in d:
@@ -382,8 +380,6 @@ class Trainer:
 # --------------------------------------------------------------------------------------------------
 def _run_group(configs: list[RunConfig], data: FederatedData, progress: bool, keep_models: bool,
                model_options: dict | None = None, sampler: str = DEFAULT_SAMPLER) -> list[RunResult]:
-    from fedtrain.methods import get_method
-
     t0 = time.perf_counter()
     order = sorted(range(len(configs)), key=lambda i: configs[i].seed)  # seed blocks share random draws
     configs = [configs[i] for i in order]

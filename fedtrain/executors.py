@@ -33,6 +33,8 @@ import os
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
+from fedtheory.validation import check_integer_at_least
+from fedtrain.config import ENGINE_VERSION
 
 __all__ = ["Batch", "Executor", "LocalExecutor", "RayExecutor", "SweepTaskError", "get_executor", "EXECUTORS",
            "DEFAULT_CONNECT_TIMEOUT"]
@@ -104,8 +106,6 @@ def _ray_task(configs, data, runner, threads: int):
     """A batch inside a Ray worker: ``threads`` torch threads, then the runner; returns (engine version, results)."""
     import torch
 
-    from fedtrain.config import ENGINE_VERSION
-
     torch.set_num_threads(threads)
     runner = runner or _default_runner
     return ENGINE_VERSION, list(runner(configs, data))
@@ -125,8 +125,6 @@ class RayExecutor(Executor):
 
     def __init__(self, address: str | None = None, num_cpus: int | None = None, retries: int = 2, threads: int = 1,
                  connect_timeout: float = DEFAULT_CONNECT_TIMEOUT):
-        from fedtheory.validation import check_integer_at_least
-
         connect_timeout = float(connect_timeout)
         if not math.isfinite(connect_timeout) or connect_timeout <= 0:
             raise ValueError(f"connect_timeout must be a finite number of seconds > 0 (got {connect_timeout!r})")
@@ -180,8 +178,6 @@ class RayExecutor(Executor):
         self._ray = None
 
     def run(self, batches, runner=None):
-        from fedtrain.config import ENGINE_VERSION
-
         ray = self.start()
         task = ray.remote(num_cpus=1, max_retries=self.retries, retry_exceptions=self.retries > 0)(_ray_task)
         data_refs: dict[int, Any] = {}

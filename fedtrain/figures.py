@@ -32,7 +32,13 @@ from fedtrain.analysis import (  # noqa: F401  (re-exported for older imports)
     privacy_table,
     theory_summary,
 )
+from fedtrain.book_results import committed_store, figure_rows, store_note, theory_rows
 from fedtrain.methods.registry import method_spec
+from fedtrain.analysis import best_by_setting, warm_start_label
+from fedtrain.config import RunConfig
+from fedtrain.presets import THEORY_SETUP
+from fedtrain.sweep import _split_seed
+from fedtrain.testing import tiny_federated
 
 if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.data.base import FederatedData
@@ -141,8 +147,6 @@ def _eps_text(eps: float) -> str:
 def runs_text(rows: Sequence["RunResult"]) -> str:
     """``'5 repeats'`` when the runs re-split the silos (the paper's protocol, :func:`fedtrain.sweep.repeat_config`),
     ``'2 seeds (one split)'`` when they share one split."""
-    from fedtrain.sweep import _split_seed
-
     pairs = {(r.config.seed, _split_seed(r.config)) for r in rows}
     splits = {s for _, s in pairs}
     if len(splits) > 1:
@@ -534,8 +538,6 @@ def plot_mask_ratio_sweep(rows: Sequence["RunResult"], eps: float, *, note: str 
     """
     import matplotlib.pyplot as plt
 
-    from fedtrain.analysis import best_by_setting, warm_start_label
-
     rows = [r for r in rows if r.config.eps == eps]
     if not rows:
         raise ValueError(f"eps must be a privacy level of rows (got {eps!r})")
@@ -609,8 +611,8 @@ class BookFigure:
 
 
 def _store_figure(store, fig_name: str, dataset: str):
-    rows = store.figure_rows(fig_name, dataset)
-    return rows, "; ".join(store.note(dataset).split("\n"))
+    rows = figure_rows(store, fig_name, dataset)
+    return rows, "; ".join(store_note(store, dataset).split("\n"))
 
 
 def _fig_local_fedavg(store):
@@ -631,8 +633,8 @@ def _fig_privacy_utility_school(store):
 
 
 def _fig_privacy_utility_standins(store):
-    panels = {name: store.select(store.grid("fig3", name)) for name in ("vehicle-standin", "gleam-standin")}
-    prov = " / ".join("; ".join(store.note(name).split("\n")) for name in panels)
+    panels = {name: figure_rows(store, "fig3", name) for name in ("vehicle-standin", "gleam-standin")}
+    prov = " / ".join("; ".join(store_note(store, name).split("\n")) for name in panels)
     settings = "; ".join(f"{name}: {settings_text(rows)}" for name, rows in panels.items())
     return BookFigure(plot_privacy_utility_panels(panels), panels, prov, settings)
 
@@ -643,20 +645,15 @@ def _fig_overhead(store):
 
 
 def _fig_theory(store):
-    from fedtrain.presets import THEORY_SETUP
-
-    trained = store.theory()
+    trained = theory_rows(store)
     fig, summary = plot_theory_meets_training(trained, num_silos=THEORY_SETUP["num_silos"], tau=THEORY_SETUP["tau"],
                                               n=THEORY_SETUP["n"], sigma=THEORY_SETUP["sigma"])
-    return BookFigure(fig, trained, "; ".join(store.note("theory").split("\n")),
+    return BookFigure(fig, trained, "; ".join(store_note(store, "theory").split("\n")),
                       f"K={THEORY_SETUP['num_silos']} silos, n={THEORY_SETUP['n']}", extra=summary)
 
 
 def _fig_audit_scores(_store=None):
     from fedtrain import audit
-    from fedtrain.config import RunConfig
-    from fedtrain.testing import tiny_federated
-
     # the privacy-audit chapter's setting: 3 silos of 100 records, 4 features, full batches, claimed ε = 2
     base = tiny_federated("regression", num_silos=3, dim=4, n_range=(100, 100), seed=0)
     cfg = RunConfig("tiny", "local", eps=2.0, delta=1e-5, lam=1.0, lr=0.5, rounds=20, batch_size=4096)
@@ -698,7 +695,7 @@ _NEEDS_NO_STORE = {"audit-scores"}
 
 def book_figure(name: str, store=None) -> BookFigure:
     """Draw the book's figure ``name`` (a key of :data:`BOOK_FIGURES`) from the committed results store
-    (``store``, default :func:`fedtrain.results.committed_store`), as the chapter shows it.
+    (``store``, default :func:`fedtrain.book_results.committed_store`), as the chapter shows it.
 
     Example (the command under each figure of the book): ``python -m fedtrain.figures local-vs-fedavg``
     writes ``local-vs-fedavg.png``.
@@ -706,8 +703,6 @@ def book_figure(name: str, store=None) -> BookFigure:
     if name not in _BOOK_FIGURE_MAKERS:
         raise ValueError(f"name must be one of {sorted(_BOOK_FIGURE_MAKERS)} (got {name!r})")
     if store is None and name not in _NEEDS_NO_STORE:
-        from fedtrain.results import committed_store
-
         store = committed_store()
     return _BOOK_FIGURE_MAKERS[name](store)
 

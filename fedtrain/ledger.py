@@ -1,7 +1,8 @@
 """The per-silo privacy ledger of the training engine (silo-specific sample-level DP, MR-MTL paper Sec. 3).
 
-Each method declares its **privacy plan** (:class:`PrivacyPlan`): how many DP-SGD steps every silo
-will run and how many private selections it will make.  The noise multipliers are calibrated for the
+Each method declares its **privacy plan** (:class:`~fedtheory.privacy.silos.PrivacyPlan`, built by
+:func:`fedtheory.privacy.silos.silo_privacy_plan`, both re-exported here): how many DP-SGD steps every silo
+will run, at which sampling rate, and how many private selections it will make.  The noise multipliers are calibrated for the
 plan, the engine appends to the :class:`SiloLedger` as steps *actually run* (``Trainer.local_train``)
 and as selections actually happen (IFCA), and ``eps_spent`` is computed from the ledger.  A silo that
 runs more than its plan stops the run at once; a run whose final ledger differs from its plan stops
@@ -34,10 +35,12 @@ import numpy as np
 from fedtheory.validation import check_integer_at_least
 from fedtheory.privacy.accountants import get_accountant
 from fedtheory.privacy.calibration import calibrate
-from fedtheory.privacy.events import DpEvent, compose, dpsgd_event, selection_event
+from fedtheory.privacy.events import DpEvent, selection_event
+from fedtheory.privacy.silos import (PrivacyPlan, per_silo, silo_event, silo_privacy_plan, silo_sample_rates,
+                                     silo_steps)
 
 __all__ = [
-    "ADJACENCY", "PrivacyPlan", "SiloLedger", "LedgerMismatchError", "PrivacyGuaranteeError",
+    "ADJACENCY", "PrivacyPlan", "silo_privacy_plan", "SiloLedger", "LedgerMismatchError", "PrivacyGuaranteeError",
     "check_noise_multipliers", "check_spent",
     "sample_rates", "steps_per_epoch", "expected_batch_sizes", "silo_event",
     "noise_multipliers", "spent_epsilons", "selection_epsilon",
@@ -60,16 +63,15 @@ class PrivacyGuaranteeError(RuntimeError):
 # the sampling convention
 # --------------------------------------------------------------------------------------------------
 def sample_rates(n, batch_size: int) -> np.ndarray:
-    """Poisson sampling rate per silo, ``q_k = min(1, B / n_k)`` (what the ledger charges)."""
-    n = np.atleast_1d(np.asarray(check_integer_at_least("n", n, 1), dtype=np.int64))
-    b = int(check_integer_at_least("batch_size", batch_size, 1))
-    return np.minimum(1.0, b / n)
+    """Poisson sampling rate per silo, ``q_k = min(1, B / n_k)`` (what the ledger charges;
+    :func:`fedtheory.privacy.silos.silo_sample_rates`)."""
+    return silo_sample_rates(n, batch_size)
 
 
 def steps_per_epoch(n, batch_size: int) -> np.ndarray:
-    """DP-SGD steps in one local epoch, ``m_k = max(1, floor(n_k / B))``."""
-    n = np.atleast_1d(np.asarray(check_integer_at_least("n", n, 1), dtype=np.int64))
-    return np.maximum(1, n // int(check_integer_at_least("batch_size", batch_size, 1)))
+    """DP-SGD steps in one local epoch, ``m_k = max(1, floor(n_k / B))`` (:func:`fedtheory.privacy.silos.silo_steps`
+    of one round of one epoch)."""
+    return silo_steps(n, batch_size, 1, 1)
 
 
 def expected_batch_sizes(n, batch_size: int) -> np.ndarray:
@@ -81,25 +83,6 @@ def expected_batch_sizes(n, batch_size: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------
 # plan and ledger
 # --------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class PrivacyPlan:
-    """What each of K silos will run: ``dpsgd_steps (K,)`` and ``selections (K,)`` (private selections)."""
-
-    dpsgd_steps: np.ndarray
-    selections: np.ndarray = None  # type: ignore[assignment]
-
-    def __post_init__(self):
-        steps = np.atleast_1d(np.asarray(check_integer_at_least("dpsgd_steps", self.dpsgd_steps, 0), dtype=np.int64))
-        sel = np.zeros_like(steps) if self.selections is None else np.broadcast_to(
-            np.asarray(check_integer_at_least("selections", self.selections, 0), dtype=np.int64), steps.shape).copy()
-        object.__setattr__(self, "dpsgd_steps", steps)
-        object.__setattr__(self, "selections", sel)
-
-    def events(self, z, q, selection_eps=0.0) -> list[DpEvent]:
-        """The plan as one DpEvent per silo (:func:`silo_event`) at noise multipliers ``z``."""
-        return _events(self.dpsgd_steps, self.selections, z, q, selection_eps)
-
-
 @dataclass
 class SiloLedger:
     """What each of K silos has actually run; checked against ``plan`` (if set) at every append."""
@@ -150,7 +133,7 @@ class SiloLedger:
 
     def events(self, z, q, selection_eps=0.0) -> list[DpEvent]:
         """What ran, as one DpEvent per silo (:func:`silo_event`) at noise multipliers ``z``."""
-        return _events(self.dpsgd_steps, self.selections, z, q, selection_eps)
+        return PrivacyPlan(self.dpsgd_steps, self.selections).events(z, q, selection_eps)
 
     def summary(self, q: np.ndarray) -> dict:
         """JSON-safe per-silo record: sampling rates charged, DP-SGD steps and selections run."""
@@ -161,28 +144,6 @@ class SiloLedger:
 # --------------------------------------------------------------------------------------------------
 # events, calibration and ε spent
 # --------------------------------------------------------------------------------------------------
-def silo_event(noise_multiplier: float, sample_rate: float, dpsgd_steps: int, selections: int = 0,
-               selection_eps: float = 0.0) -> DpEvent:
-    """The DpEvent of one silo: ``dpsgd_steps`` DP-SGD steps composed with ``selections`` ε_sel-selections."""
-    return compose(dpsgd_event(noise_multiplier, sample_rate, int(dpsgd_steps)),
-                   selection_event(selection_eps, int(selections)))
-
-
-def _events(steps, selections, z, q, selection_eps) -> list[DpEvent]:
-    k = len(steps)
-    z, q, se = _per_silo("z", z, k), _per_silo("q", q, k), _per_silo("selection_eps", selection_eps, k)
-    return [silo_event(z[i], q[i], steps[i], selections[i], se[i]) for i in range(k)]
-
-
-def _per_silo(name: str, value, k: int) -> np.ndarray:
-    arr = np.atleast_1d(np.asarray(value, dtype=float))
-    if arr.size == 1:
-        arr = np.full(k, arr.item())
-    if arr.shape != (k,):
-        raise ValueError(f"{name} must be a scalar or hold one value per silo ({k} silos; got {arr.size})")
-    return arr
-
-
 def noise_multipliers(plan: PrivacyPlan, eps, delta, q, accountant: str, selection_eps=0.0,
                       cache: bool = True) -> np.ndarray:
     """Per-silo noise multiplier z_k whose silo event meets ``(eps_k, delta_k)``; 0 where ``eps_k = inf``.
@@ -191,8 +152,8 @@ def noise_multipliers(plan: PrivacyPlan, eps, delta, q, accountant: str, selecti
     :func:`fedtheory.privacy.calibration.calibrate` (deterministic; ``cache``: the on-disk cache).
     """
     k = plan.dpsgd_steps.size
-    eps, delta, q = _per_silo("eps", eps, k), _per_silo("delta", delta, k), _per_silo("q", q, k)
-    sel_eps = _per_silo("selection_eps", selection_eps, k)
+    eps, delta, q = per_silo("eps", eps, k), per_silo("delta", delta, k), per_silo("q", q, k)
+    sel_eps = per_silo("selection_eps", selection_eps, k)
     out = np.zeros(k)
     rows = {}
     for i in range(k):
@@ -225,7 +186,7 @@ def check_noise_multipliers(z, eps, plan: PrivacyPlan, accountant: str) -> None:
     """Raise :class:`PrivacyGuaranteeError` unless every private silo (finite ``eps_k``) that runs DP-SGD steps
     has a finite noise multiplier ``z_k > 0`` (checked before training: zero noise releases the data)."""
     k = plan.dpsgd_steps.size
-    z, eps = _per_silo("z", z, k), _per_silo("eps", eps, k)
+    z, eps = per_silo("z", z, k), per_silo("eps", eps, k)
     bad = np.flatnonzero(np.isfinite(eps) & (plan.dpsgd_steps > 0) & ~(np.isfinite(z) & (z > 0)))
     if bad.size:
         i = int(bad[0])
@@ -251,8 +212,8 @@ def check_spent(spent, eps, accountant: str) -> None:
 def spent_epsilons(ledger: SiloLedger, z, delta, q, accountant: str, selection_eps=0.0) -> np.ndarray:
     """ε each silo spent according to the ledger (what actually ran) at noise ``z_k``; ``inf`` where z_k = 0."""
     k = ledger.num_silos
-    z, delta, q = _per_silo("z", z, k), _per_silo("delta", delta, k), _per_silo("q", q, k)
-    sel_eps = _per_silo("selection_eps", selection_eps, k)
+    z, delta, q = per_silo("z", z, k), per_silo("delta", delta, k), per_silo("q", q, k)
+    sel_eps = per_silo("selection_eps", selection_eps, k)
     acc = get_accountant(accountant)
     out = np.full(k, math.inf)
     memo: dict = {}

@@ -17,6 +17,9 @@ from typing import Sequence
 import numpy as np
 
 from fedtheory.validation import check_integer_at_least, check_open_interval, check_positive
+from fedtrain.config import RunConfig
+from fedtrain.figures import COLUMN_WIDTH_IN, eps_axis, eps_positions, method_color
+from fedtrain.methods.registry import method_spec
 
 __all__ = ["node_level_guarantee", "pooled_average_precision", "run_pets_example", "plot_pets_example"]
 
@@ -71,7 +74,6 @@ def run_pets_example(data, eps_values: Sequence[float] = (1.0, 8.0, math.inf), *
     add/remove one row of a silo, RDP accountant) on the two-class ``data``; one row per (method, ε) with the
     pooled average precision's mean and sd (ddof = 1) over ``seeds``, the largest certified row-level ε, and the
     node-level guarantee of :func:`node_level_guarantee` for ``data.info["rows_per_person"]``."""
-    from fedtrain.config import RunConfig
     from fedtrain.engine import run_many
 
     g = int(data.info.get("rows_per_person", 1))
@@ -98,9 +100,6 @@ def plot_pets_example(rows: Sequence[dict], *, base_rate: float | None = None):
     colour, line style and marker per method (non-private at the right, past a dashed separator), the random
     scorer's level (``base_rate``) as a grey line, the legend under the axes."""
     import matplotlib.pyplot as plt
-
-    from fedtrain.figures import COLUMN_WIDTH_IN, eps_axis, eps_positions, method_color
-    from fedtrain.methods.registry import method_spec
 
     eps_values = sorted({r["eps"] for r in rows})
     pos = eps_positions(eps_values)

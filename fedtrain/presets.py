@@ -3,11 +3,9 @@
 Everything here is a value a reader may want to change to run a different experiment; no training
 code path depends on it except through these tables:
 
-* :data:`PAPER_DEFAULTS`: the MR-MTL paper's per-dataset settings (App. C.4), read by
-  :func:`paper_defaults` (and so by :meth:`fedtrain.config.RunConfig.paper`, the CLI's defaults and the
-  engine's default δ);
-* :data:`LAMBDA_GRID`, :data:`LR_GRID`: the paper's λ and learning-rate grids;
-* :data:`STANDIN_PRESETS`: the synthetic stand-ins' parameters and the log of how they were tuned;
+* :data:`PAPER_DEFAULTS`, :data:`LAMBDA_GRID`, :data:`LR_GRID`, :data:`STANDIN_PRESETS` and
+  :func:`paper_defaults`: the MR-MTL paper's settings, defined in :mod:`fedtrain.paper` (and
+  :mod:`fedtrain.config`) and re-exported here;
 * :data:`REDUCED`, :data:`REDUCED_EPS`, :data:`REDUCED_STANDIN_LAMBDAS`, :data:`FULL_GRID`,
   :data:`FULL_EPS`, :data:`SCALES` and :data:`BOOK_FIGURES`: the grids behind the empirical chapters'
   figures, expanded by :func:`book_grid` at a scale (``"paper"``, ``"reduced"``, ``"reduced-5"``);
@@ -23,6 +21,12 @@ from __future__ import annotations
 import math
 import os
 from typing import Any
+from fedtheory.validation import check_integer_at_least, check_positive
+from fedtrain.data.cifar_hetero import CIFAR10_TRAIN_PER_CLASS, PAPER_NUM_SILOS
+from fedtrain.fedhdp.accounting import group_epsilon
+from fedtrain.fedhdp.config import FedHDPConfig
+from fedtrain.methods.registry import method_spec
+from fedtrain.sweep import expand_grid, repeat_configs
 
 __all__ = ["PAPER_DEFAULTS", "LAMBDA_GRID", "LR_GRID", "STANDIN_PRESETS", "paper_defaults", "FULL_ENV", "full_scale",
            "REDUCED", "REDUCED_EPS", "REDUCED_STANDIN_LAMBDAS", "FULL_GRID", "FULL_EPS", "SCALES", "LR_COMPUTE_ORDER",
@@ -32,108 +36,10 @@ __all__ = ["PAPER_DEFAULTS", "LAMBDA_GRID", "LR_GRID", "STANDIN_PRESETS", "paper
            "DEEP_FIGURES", "deep_grid", "deep_grid_note", "REAL_IMAGE_GRIDS", "FEDHDP_GRIDS",
            "fedhdp_noise_for_epsilon", "fedhdp_grid"]
 
+from fedtrain.config import paper_defaults
+from fedtrain.paper import LAMBDA_GRID, LR_GRID, PAPER_DEFAULTS, STANDIN_PRESETS
+
 inf = math.inf
-
-# --------------------------------------------------------------------------------------------------
-# the paper (MR-MTL paper, App. C.4; notes/mrmtl-paper.md §4.2)
-# --------------------------------------------------------------------------------------------------
-#: λ grid of the paper (App. C.4) for MR-MTL, Ditto and Mocha.
-LAMBDA_GRID = (1e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
-#: Client learning-rate grid (App. C.4; one copy of the appendix prints the last entry as 0.03, the
-#: other as 0.3, which is the one used here).
-LR_GRID = (1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3)
-
-#: Per-dataset settings of App. C.4 (1 local epoch per round for every method; Ditto adds its own
-#: personalization epoch).  ``num_clusters`` (an IFCA option) is the released code's IFCA default.
-PAPER_DEFAULTS: dict[str, dict[str, Any]] = {
-    "school": dict(rounds=200, batch_size=32, clip=1.0, delta=1e-3, local_epochs=1, num_clusters=3),
-    "vehicle": dict(rounds=400, batch_size=64, clip=6.0, delta=1e-7, local_epochs=1, num_clusters=4),
-    "gleam": dict(rounds=200, batch_size=64, clip=6.0, delta=1e-4, local_epochs=1, num_clusters=3),
-    # the deep half (App. C.1, C.4): the ConvNet on the image datasets
-    # Rotated & Masked MNIST: δ not stated in the paper, the released code's default 1e-7; T = 200 (paper;
-    # the runner's default is 100); 4 clusters (one per rotation, the runner's default)
-    "rotated-masked-mnist": dict(rounds=200, batch_size=100, clip=1.0, delta=1e-7, local_epochs=1, num_clusters=4,
-                                 model="convnet"),
-    # Het. CIFAR-10: IFCA's cluster count is not stated for it; 3 is the released code's default elsewhere
-    "cifar10-hetero": dict(rounds=200, batch_size=100, clip=8.0, delta=1e-4, local_epochs=1, num_clusters=3,
-                           model="convnet"),
-    # NOT the paper's: the book's CPU-scale rotated & masked digits (silos of tens of 8×8 images), batch and
-    # rounds scaled down with the data; clip and δ as for MNIST's structure (δ 1e-5 < n_k^-1.1 for n_k < 35 000)
-    "rotated-masked-digits": dict(rounds=30, batch_size=16, clip=1.0, delta=1e-5, local_epochs=1, num_clusters=4,
-                                  model="convnet"),
-    # real Fashion-MNIST in the MNIST experiments' structure: Rotated & Masked MNIST's settings (28x28, B = 100,
-    # c = 1, δ = 1e-7, one cluster per rotation); the class-heterogeneous split takes CIFAR-10's B and
-    # cluster count with MNIST-sized images' clip and δ
-    "rotated-masked-fashion": dict(rounds=200, batch_size=100, clip=1.0, delta=1e-7, local_epochs=1, num_clusters=4,
-                                   model="convnet"),
-    "hetero-fashion": dict(rounds=200, batch_size=100, clip=1.0, delta=1e-7, local_epochs=1, num_clusters=3,
-                           model="convnet"),
-}
-
-
-def paper_defaults(dataset: str, method: str | None = None) -> dict[str, Any]:
-    """The App. C.4 settings for ``dataset``; with ``method``, only the options that method has.
-
-    An exact name is looked up first, then the name without a ``-standin`` suffix (``cifar10-hetero-standin``
-    gets ``cifar10-hetero``'s), then the part before the first ``-`` or ``_`` (so that a synthetic
-    stand-in named e.g. ``"vehicle-synthetic"`` gets Vehicle's settings).  The image datasets' entries
-    name ``model="convnet"`` (the paper's learner for them); the others leave ``model`` to
-    :class:`~fedtrain.config.RunConfig`'s default ``linear``.
-    """
-    name = dataset.lower()
-    if name not in PAPER_DEFAULTS and name.endswith("-standin"):
-        name = name[: -len("-standin")]
-    if name not in PAPER_DEFAULTS:
-        name = name.replace("_", "-").split("-")[0]
-    if name not in PAPER_DEFAULTS:
-        raise ValueError(f"dataset must be one of {', '.join(map(repr, PAPER_DEFAULTS))} "
-                         f"(or start with one of them) to use paper defaults (got {dataset!r})")
-    out = dict(PAPER_DEFAULTS[name])
-    if method is not None:
-        from fedtrain.methods.registry import method_spec, option_params
-
-        mine = set(method_spec(method).options.__dataclass_fields__)
-        out = {k: v for k, v in out.items() if k not in option_params() or k in mine}
-    return out
-
-
-# --------------------------------------------------------------------------------------------------
-# the synthetic stand-ins
-# --------------------------------------------------------------------------------------------------
-#: Structure of each real dataset and the stand-in's default heterogeneity (τ) and noise.
-#:
-#: K, d, the silo-size range and the split are the real dataset's (Table A1, App. C.1); only τ and the
-#: label noise are free.  They were chosen (once, on data seed 0 with training seeds 0 and 1, never per
-#: seed) so that the book's reduced grid (:data:`REDUCED`: 20 rounds, η = 0.01, the paper's
-#: App. C.4 batch, clip and δ) shows the qualitative results of the paper's Figs. 3 and 5:
-#:
-#: * ``vehicle``: τ = 0.5, noise = 0.5.  Before (τ = 0.5, noise = 0.2, 10 rounds, η = 0.1) local training beat
-#:   FedAvg without privacy and lost at ε = 0.5, but MR-MTL never beat both endpoints (best gain over
-#:   max(local, FedAvg): −0.10 at ε = 0.5, −0.003 at ε = 2, +0.001 without privacy).  Label noise 0.5
-#:   (logit noise std half the silo model's norm) makes the local estimates noisier, so pooling helps, and
-#:   η = 0.01 (the paper's Fig. 2 rate) keeps DP-SGD's stationary noise small.  Measured (accuracy, mean of
-#:   2 seeds): ε = 0.5 local 0.654, FedAvg 0.783, MR-MTL(λ*=10) 0.761; ε = 1: 0.751 / 0.794 / 0.793 (λ*=3);
-#:   ε = 2: 0.799 / 0.798 / 0.819 (λ*=1); non-private 0.832 / 0.799 / 0.835 (λ*=0.3).
-#: * ``gleam``: τ = 1.0, noise = 0.5 (GLEAM has fewer records per feature than Vehicle, ~550 training records
-#:   for d = 180, so it needs more heterogeneity before local training wins).  Before (noise 0.2, 10 rounds,
-#:   η = 0.1): gains −0.09 (ε = 0.5), −0.015 (ε = 2), +0.003 (non-private).  Now: ε = 1 local 0.636, FedAvg
-#:   0.714, MR-MTL(λ*=10) 0.701; ε = 2: 0.703 / 0.724 / 0.739 (λ*=3); ε = 4: 0.735 / 0.727 / 0.768 (λ*=3);
-#:   non-private 0.775 / 0.728 / 0.798 (λ*=1).
-#: * ``school``: τ = 0.6, noise = 0.1 (unchanged; the book uses the real School data).
-#:
-#: At the strongest privacy level MR-MTL stays below FedAvg with λ ≤ 30: under DP-SGD λ → ∞ does not recover
-#: FedAvg (each personal model keeps its own DP noise), the paper's "except in high-privacy regimes"
-#: (Fig. 3, Fig. A3 at ε ∈ {0.1, 0.2}).  The band where MR-MTL beats both endpoints sits at ε ≈ 1–2
-#: (Vehicle-like) and ε ≈ 2–4 (GLEAM-like) rather than the paper's 0.5 and 1.5: a stand-in reproduces the
-#: shape of the results, not the real data's ε scale.
-STANDIN_PRESETS: dict[str, dict] = {
-    "school": dict(task="regression", num_silos=139, dim=28, size_range=(22, 251), test_fraction=0.2,
-                   tau=0.6, noise=0.1, scale=0.15, intercept=0.3),
-    "vehicle": dict(task="binary", num_silos=23, dim=100, size_range=(872, 1933), test_fraction=0.25,
-                    tau=0.5, noise=0.5, scale=1.0, intercept=0.0),
-    "gleam": dict(task="binary", num_silos=38, dim=180, size_range=(699, 776), test_fraction=0.25,
-                  tau=1.0, noise=0.5, scale=1.0, intercept=0.0),
-}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -144,7 +50,7 @@ FULL_ENV = "FEDBOOK_FULL"
 
 def full_scale() -> bool:
     """Whether ``FEDBOOK_FULL=1`` is set (``make book FULL=1``).  The empirical chapters read the committed
-    results store (:func:`fedtrain.results.committed_store`) at whatever scale it was computed; this flag only
+    results store (:func:`fedtrain.book_results.committed_store`) at whatever scale it was computed; this flag only
     selects the default ``scale`` of :func:`book_grid` (``"paper"`` instead of ``"reduced"``)."""
     return os.environ.get(FULL_ENV, "0").strip() == "1"
 
@@ -311,9 +217,6 @@ def book_grid(figure: str, dataset: str, *, full: bool | None = None, scale: str
     the silos with split seed ``1000 r`` and trains with seed ``1000 r``).  Figures share runs where their
     settings coincide, so a results store computes them once.
     """
-    from fedtrain.methods.registry import method_spec
-    from fedtrain.sweep import expand_grid, repeat_configs
-
     if figure not in BOOK_FIGURES:
         raise ValueError(f"figure must be one of {', '.join(BOOK_FIGURES)} (got {figure!r})")
     spec = BOOK_FIGURES[figure]
@@ -451,8 +354,6 @@ def deep_grid_note(figure: str, *, full: bool | None = None) -> str:
     scale = "paper scale" if full else "reduced scale"
     note = f"{scale}: {g['model']} model, T={g['rounds']} rounds, η={g['lr']}, {len(g['seeds'])} seeds"
     if g["dataset"] == "cifar10-hetero-standin":
-        from fedtrain.data.cifar_hetero import CIFAR10_TRAIN_PER_CLASS, PAPER_NUM_SILOS
-
         per_class = g["dataset_options"].get("samples_per_class", CIFAR10_TRAIN_PER_CLASS)
         size = f"~{per_class * 10 // PAPER_NUM_SILOS:,} images/silo"
         note += (f"; CIFAR-10 stand-in, paper size ({size})" if per_class >= CIFAR10_TRAIN_PER_CLASS else
@@ -471,8 +372,6 @@ def deep_grid(figure: str, *, full: bool | None = None) -> list:
     against ε.  Batch, clip, δ and IFCA's cluster count come from :func:`paper_defaults` of the dataset
     (App. C.4); the rest from the scale's entry.  ``full`` defaults to :func:`full_scale`.
     """
-    from fedtrain.sweep import expand_grid
-
     if figure not in DEEP_FIGURES:
         raise ValueError(f"figure must be one of {', '.join(DEEP_FIGURES)} (got {figure!r})")
     full = full_scale() if full is None else bool(full)
@@ -526,9 +425,6 @@ def fedhdp_noise_for_epsilon(epsilon: float, *, sample_rate: float, rounds: int,
     δ = 1e-4, 500 rounds give z = 1.503 (the paper's z = 1.5 gives ε = 3.608, printed 3.6)."""
     from scipy.optimize import brentq
 
-    from fedtheory.validation import check_integer_at_least, check_positive
-    from fedtrain.fedhdp.accounting import group_epsilon
-
     epsilon = float(check_positive("epsilon", epsilon))
     rounds = int(check_integer_at_least("rounds", rounds, 1))
     if not 0.0 < float(sample_rate) <= 1.0:
@@ -549,8 +445,6 @@ def fedhdp_grid(name: str = "claims-fashion", *, datasets=None, seeds=None) -> l
     """The :class:`~fedtrain.fedhdp.config.FedHDPConfig` list of :data:`FEDHDP_GRIDS` ``[name]`` (baselines once per
     seed, FedHDP at every ratio; z calibrated with :func:`fedhdp_noise_for_epsilon`), for
     :func:`fedtrain.fedhdp.experiments.run_experiment`; ``datasets`` / ``seeds`` restrict it."""
-    from fedtrain.fedhdp.config import FedHDPConfig
-
     if name not in FEDHDP_GRIDS:
         raise ValueError(f"name must be one of {', '.join(map(repr, FEDHDP_GRIDS))} (got {name!r})")
     g = FEDHDP_GRIDS[name]

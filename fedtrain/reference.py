@@ -40,6 +40,8 @@ from torch import nn
 from fedtrain import ledger as privacy
 from fedtrain.config import RunConfig
 from fedtrain.data.base import FederatedData
+from fedtrain.engine import resolve_budgets
+from fedtrain.models import ConvNetModel, convnet_module
 
 __all__ = ["ReferenceResult", "reference_run", "opacus_noise_multipliers", "SUPPORTED_METHODS"]
 
@@ -155,8 +157,6 @@ def reference_run(config: RunConfig, data: FederatedData, *, noise_multipliers: 
     from opacus.utils.uniform_sampler import UniformWithReplacementSampler
     from torch.utils.data import DataLoader, TensorDataset
 
-    from fedtrain.engine import resolve_budgets
-
     if config.method not in SUPPORTED_METHODS:
         raise ValueError(f"method must be one of {SUPPORTED_METHODS} for the reference (got {config.method!r})")
     if config.model not in ("linear", "convnet"):
@@ -187,8 +187,6 @@ def reference_run(config: RunConfig, data: FederatedData, *, noise_multipliers: 
 
     silos = []
     if convnet:
-        from fedtrain.models import ConvNetModel, convnet_module
-
         spec = ConvNetModel(data.input_shape, int(data.num_classes))
         init = spec.init((), gen).to(dev)  # one draw shared by all silos, as in the engine
     for k in range(K):

@@ -30,12 +30,13 @@ sweep skips every config whose key is already present (:meth:`ResultsStore.has`)
 resumes where it stopped.  Rows written by another :data:`~fedtrain.config.ENGINE_VERSION` have other
 keys; :meth:`ResultsStore.rows` skips them, and files not named by a row key are ignored.
 
-**Committed store** (:class:`CommittedStore`, :func:`committed_store`).  ``results/MANIFEST.json`` and one
+**Committed store** (:class:`CommittedStore`; the chapters open it with
+:func:`fedtrain.book_results.committed_store`).  ``results/MANIFEST.json`` and one
 gzip'd JSON file per dataset (:func:`pack_rows`: per-silo privacy arrays and data summaries stored once,
 per-silo metrics and the ledger left out, float32 metrics written losslessly in their shortest form), written
-atomically by :func:`compute_preset` (``fedtrain sweep --preset paper --pack results``, ``make results``) from
-the working stores in ``results/work/``.  The empirical chapters read it; opening it checks the engine version
-and the files' SHA-256 and fails with :class:`StaleStoreError`, naming the command that regenerates it, when
+atomically by :func:`fedtrain.book_results.compute_preset` (``fedtrain sweep --preset paper --pack results``,
+``make results``) from the working stores in ``results/work/``.  The empirical chapters read it; opening it
+checks the engine version and the files' SHA-256 and fails with :class:`StaleStoreError`, naming the command that regenerates it, when
 the engine has changed since.
 """
 from __future__ import annotations
@@ -51,14 +52,14 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from fedtrain.config import ENGINE_VERSION, RunConfig
 from fedtrain.encoding import encode
+from fedtrain.data.base import data_identity, identity_digest
 
 if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.engine import RunResult
 
 __all__ = ["ResultsStore", "DEFAULT_RESULTS_DIR", "WORK_DIR", "DEFAULT_WORK_STORE", "jsonable", "git_commit",
-           "provenance", "pack_rows", "CommittedStore", "StaleStoreError", "ResultsStoreError", "committed_store",
-           "compute_preset", "REGENERATE_COMMAND", "STORE_ENV", "DROPPED_FIELDS", "pack_store", "preset_targets",
-           "row_key", "result_row_key", "STALE_TEMP_SECONDS"]
+           "provenance", "pack_rows", "CommittedStore", "StaleStoreError", "ResultsStoreError",
+           "REGENERATE_COMMAND", "STORE_ENV", "DROPPED_FIELDS", "row_key", "result_row_key", "STALE_TEMP_SECONDS"]
 
 #: ``results/`` at the repository root: the committed store (``*.json.gz`` and ``MANIFEST.json``, see
 #: :class:`CommittedStore`) and, git-ignored, the working stores of sweeps.
@@ -119,8 +120,6 @@ _CONFIG_KEY = re.compile(r"^[0-9a-f]{16}$")
 
 def row_key(config: RunConfig, identity: "dict | None") -> str:
     """The key a row is filed under: ``<config.key()>-<identity_digest(identity)>`` (module docstring)."""
-    from fedtrain.data.base import identity_digest
-
     if not identity:
         raise ValueError(f"a results-store row needs the identity of its data (config {config.key()}: "
                          "result.data has no 'identity'; results of fedtrain.engine.run carry it)")
@@ -129,15 +128,11 @@ def row_key(config: RunConfig, identity: "dict | None") -> str:
 
 def result_row_key(result: "RunResult") -> str:
     """:func:`row_key` of a finished run (its config and the identity in ``result.data``)."""
-    from fedtrain.data.base import data_identity
-
     return row_key(result.config, data_identity(result.data or {}))
 
 
 def _check_row_key(row: dict, filed_as: str, where: str) -> None:
     """Raise :class:`ResultsStoreError` unless the row's stored config and data identity hash to ``filed_as``."""
-    from fedtrain.data.base import data_identity
-
     try:
         actual = row_key(RunConfig.from_dict(row["config"]), data_identity(row.get("data") or {}))
     except (KeyError, TypeError, ValueError) as exc:
@@ -232,8 +227,6 @@ class ResultsStore:
             return [self._path(config_or_key)]
         ck = config_or_key if isinstance(config_or_key, str) else config_or_key.key()
         if identity:
-            from fedtrain.data.base import identity_digest
-
             return [self._path(f"{ck}-{identity_digest(identity)}")]
         if not self.root.is_dir():
             return []
@@ -460,7 +453,7 @@ class CommittedStore:
 
     Layout: ``MANIFEST.json`` (format, preset, engine version, and per file: dataset, scale, figures, rows,
     SHA-256, seconds, commits, commands; plus the wall-clock time of each computation) and one
-    ``<name>.json.gz`` per dataset (:func:`pack_rows`), written by :func:`compute_preset`.  Opening it checks
+    ``<name>.json.gz`` per dataset (:func:`pack_rows`), written by :func:`fedtrain.book_results.compute_preset`.  Opening it checks
     that every file was written by this checkout's :data:`~fedtrain.config.ENGINE_VERSION` and matches its
     SHA-256; otherwise :class:`StaleStoreError` says which file and how to regenerate it
     (:data:`REGENERATE_COMMAND`).  :meth:`get` and :meth:`select` hand back
@@ -628,208 +621,6 @@ class CommittedStore:
         """The scale dataset ``name``'s rows were computed at (:data:`fedtrain.presets.SCALES`)."""
         return self.info(name)["scale"]
 
-    def grid(self, figure: str, dataset: str) -> list[RunConfig]:
-        """:func:`fedtrain.presets.book_grid` of ``figure`` on ``dataset`` at the scale this store holds."""
-        from fedtrain.presets import book_grid
-
-        return book_grid(figure, dataset, scale=self.scale(dataset))
-
-    def figure_rows(self, figure: str, dataset: str) -> "list[RunResult]":
-        """The stored rows behind ``figure`` on ``dataset`` (:meth:`grid`, :meth:`select`)."""
-        return self.select(self.grid(figure, dataset))
-
-    def theory(self) -> dict:
-        """The theory-meets-training sweep (:func:`fedtrain.sweep.gaussian_lambda_sweep`) from the stored rows,
-        on the grid the store holds (:func:`fedtrain.presets.theory_grid`)."""
-        from fedtrain.presets import theory_grid
-        from fedtrain.sweep import gaussian_lambda_sweep
-
-        return gaussian_lambda_sweep(**theory_grid(self.info("theory")["scale"]), store=self)
-
-    def note(self, name: str) -> str:
-        """Caption text (two lines) saying which store a figure read: file, engine version, commit; scale, repeats."""
-        from fedtrain.presets import SCALES, THEORY_GRIDS, grid_note
-
-        info = self.info(name)
-        commits = ", ".join(c[:7] + ("+dirty" if c.endswith("+dirty") else "") for c in info.get("commits", []))
-        if name == "theory":
-            g = THEORY_GRIDS[info["scale"]]
-            grid = f"{info['scale']} grid: {g['datasets']} datasets"
-        else:
-            grid = grid_note(name, scale=info["scale"])
-            if SCALES[info["scale"]]["grid"] != "full":
-                grid += " (not paper scale)"
-        return f"store {self.root.name}/{info['file']}, engine v{info['engine_version']}, commit {commits}\n{grid}"
-
 
 #: Environment variable naming another committed store for the chapters to read (default ``results/``).
 STORE_ENV = "FEDBOOK_RESULTS_STORE"
-
-
-def committed_store(root: str | os.PathLike | None = None) -> CommittedStore:
-    """The committed results store, checked (:class:`CommittedStore`): ``root``, else the folder named by the
-    environment variable ``FEDBOOK_RESULTS_STORE`` (e.g. a store packed with ``fedtrain sweep --preset ...
-    --pack DIR``), else ``results/``."""
-    if root is None:
-        root = os.environ.get(STORE_ENV) or None
-    return CommittedStore(root)
-
-
-# --------------------------------------------------------------------------------------------------
-# computing a preset (``make results``)
-# --------------------------------------------------------------------------------------------------
-def _stages(configs: "list[RunConfig]") -> "list[list[RunConfig]]":
-    """``configs`` cut into consecutive runs of one method (the order a preset computes them in)."""
-    out: list[list[RunConfig]] = []
-    for c in configs:
-        if out and out[-1][0].method == c.method:
-            out[-1].append(c)
-        else:
-            out.append([c])
-    return out
-
-
-def preset_targets(preset: str) -> "list[tuple[str, str, list[RunConfig]]]":
-    """``(name, scale, configs)`` per file of preset ``preset`` (:data:`fedtrain.presets.RESULTS_PRESETS`): each
-    dataset's figures (:data:`fedtrain.presets.DATASET_FIGURES`, in that order, shared runs once; within a
-    figure, method by method) and the theory figure."""
-    from fedtrain.presets import DATASET_FIGURES, RESULTS_PRESETS, book_grid, theory_grid
-    from fedtrain.sweep import gaussian_lambda_configs
-
-    if preset not in RESULTS_PRESETS:
-        raise ValueError(f"preset must be one of {', '.join(map(repr, RESULTS_PRESETS))} (got {preset!r})")
-    spec = RESULTS_PRESETS[preset]
-    out = []
-    for ds, scale in spec["datasets"].items():
-        configs, seen = [], set()
-        for fig in DATASET_FIGURES[ds]:
-            for c in book_grid(fig, ds, scale=scale):
-                if c.key() not in seen:
-                    seen.add(c.key())
-                    configs.append(c)
-        out.append((ds, scale, configs))
-    if spec.get("theory"):
-        out.append(("theory", spec["theory"], gaussian_lambda_configs(**theory_grid(spec["theory"]))))
-    return out
-
-
-def compute_preset(preset: str, *, work: str | os.PathLike | None = None, pack: str | os.PathLike | None = None,
-                   names: "list[str] | None" = None, command: str | None = None, progress: bool | None = None,
-                   chunk_size: int = 64, runner: Any = None, dry_run: bool = False,
-                   executor: Any = None, executor_options: "dict | None" = None) -> dict:
-    """Compute every row of preset ``preset`` into working stores ``work/<name>/`` (resumable: finished rows are
-    skipped), then, with ``pack``, write the committed store there (:class:`CommittedStore`: one
-    ``<name>.json.gz`` per dataset and ``MANIFEST.json``, each written atomically).
-
-    ``names`` limits the computation to some files (datasets or ``"theory"``); packing needs all of them.
-    ``executor``/``executor_options`` go to :func:`fedtrain.sweep.run_sweep` (``"ray"``: the batches run as Ray
-    tasks, this process alone writes the stores).
-    Returns ``{"rows": n, "computed": n new, "seconds": wall time, "files": {...}}``.  The wall time of every
-    call is appended to ``work/computations.jsonl`` and listed in the manifest.
-    """
-    from fedtrain.presets import LR_COMPUTE_ORDER
-    from fedtrain.sweep import run_sweep
-
-    work = Path(work) if work is not None else WORK_DIR
-    targets = preset_targets(preset)
-    if names is not None:
-        unknown = set(names) - {t[0] for t in targets}
-        if unknown:
-            raise ValueError(f"names must be among {[t[0] for t in targets]} (got {sorted(unknown)})")
-        targets = [t for t in targets if t[0] in names]
-    if dry_run:
-        return {"rows": sum(len(t[2]) for t in targets), "files": {t[0]: len(t[2]) for t in targets}}
-    command = command or provenance()["command"]
-    commit = git_commit()
-    t0 = time.time()
-    computed = 0
-    # the stand-ins and the theory figure first (minutes), then each dataset figure by figure, method by
-    # method: an interrupted computation leaves whole figures done
-    order = sorted(targets, key=lambda t: (t[1] == "paper", len(t[2])))
-    # within a target, the learning rates in LR_COMPUTE_ORDER (stable: figure by figure, method by method)
-    tier = {lr: i for i, lr in enumerate(LR_COMPUTE_ORDER)}
-    order = [(n, s, sorted(cs, key=lambda c: tier.get(c.lr, len(tier)))) for n, s, cs in order]
-    stores = {}
-    for name, scale, configs in order:
-        store = stores[name] = ResultsStore(work / name, command=command, commit=commit)
-        store.check_writable()
-    for name, scale, configs in order:
-        store = stores[name]
-        for stage in _stages(configs):
-            done = store.config_keys()
-            before = sum(c.key() in done for c in stage)
-            run_sweep(stage, store=store, progress=progress, chunk_size=chunk_size, runner=runner,
-                      executor=executor, executor_options=executor_options)
-            computed += len(stage) - before
-            if progress is not False and len(stage) > before:
-                print(f"{time.strftime('%H:%M:%S')} {name}: {stage[0].method} x{len(stage)} done "
-                      f"({computed} computed, {time.time() - t0:.0f} s)", flush=True)
-    seconds = time.time() - t0
-    work.mkdir(parents=True, exist_ok=True)
-    log = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0)), "seconds": round(seconds, 1),
-           "computed": computed, "names": [t[0] for t in targets], "preset": preset, "command": command,
-           "commit": git_commit(), "engine_version": ENGINE_VERSION}
-    with open(work / "computations.jsonl", "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(log) + "\n")
-    out = {"rows": sum(len(t[2]) for t in targets), "computed": computed, "seconds": seconds, "files": {}}
-    if pack is not None:
-        if names is not None and set(names) != {t[0] for t in preset_targets(preset)}:
-            raise ValueError("packing the committed store needs every file of the preset; drop names=")
-        out["files"] = pack_store(preset, work=work, out=pack)
-    return out
-
-
-def pack_store(preset: str, *, work: str | os.PathLike | None = None, out: str | os.PathLike | None = None) -> dict:
-    """Write the committed store of ``preset`` to ``out`` from the working stores in ``work`` (every row must be
-    there: :func:`compute_preset` first).  Returns the manifest's ``files``."""
-    import hashlib
-
-    from fedtrain.presets import DATASET_FIGURES
-
-    work = Path(work) if work is not None else WORK_DIR
-    out = Path(out) if out is not None else DEFAULT_RESULTS_DIR
-    out.mkdir(parents=True, exist_ok=True)
-    files = {}
-    for name, scale, configs in preset_targets(preset):
-        store = ResultsStore(work / name)
-        by_config: dict[str, list[str]] = {}
-        for key in store.keys():
-            by_config.setdefault(key.split("-")[0], []).append(key)
-        rows = []
-        for c in configs:
-            found = by_config.get(c.key(), [])
-            if len(found) > 1:
-                raise ResultsStoreError(f"working store {store.root} holds {len(found)} rows of {c.method} eps={c.eps} "
-                                        f"lam={c.lam} lr={c.lr} seed={c.seed}, trained on different data "
-                                        f"({', '.join(found)}); keep the one the committed store should hold")
-            path = store._path(found[0]) if found else None
-            if path is None:
-                raise ValueError(f"working store {store.root} lacks {c.method} eps={c.eps} lam={c.lam} lr={c.lr} "
-                                 f"seed={c.seed} (and maybe more); run fedtrain sweep --preset {preset} first")
-            row = store._read(path)
-            _check_row_key(row, path.stem, str(path))
-            rows.append(row)
-        figures = list(DATASET_FIGURES.get(name, ("theory",)))
-        doc = pack_rows(rows, name=name, dataset=configs[0].dataset, scale=scale, figures=figures, preset=preset)
-        fname = f"{name}.json.gz"
-        _write_gzip_json(out / fname, doc)
-        raw = (out / fname).read_bytes()
-        files[fname] = {"name": name, "dataset": configs[0].dataset, "scale": scale, "figures": figures,
-                        "rows": len(rows), "bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest(),
-                        "engine_version": ENGINE_VERSION, "seconds_in_runs": round(doc["seconds"], 1),
-                        "commits": doc["commits"], "commands": doc["commands"]}
-    computations = []
-    log = work / "computations.jsonl"
-    if log.is_file():
-        for line in log.read_text(encoding="utf-8").splitlines():
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if entry.get("engine_version") == ENGINE_VERSION:  # every computation that filled these stores
-                computations.append(entry)
-    manifest = {"format": FORMAT, "preset": preset, "engine_version": ENGINE_VERSION,
-                "regenerate": REGENERATE_COMMAND, "files": files, "computations": computations,
-                "wall_seconds": round(sum(c["seconds"] for c in computations), 1)}
-    _atomic_write_text(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
-    return files

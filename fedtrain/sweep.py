@@ -38,6 +38,9 @@ from fedtrain.data.base import FederatedData, data_identity, identity_digest
 from fedtrain.encoding import encode
 from fedtrain.executors import Batch, Executor, SweepTaskError, get_executor
 from fedtrain.results import ResultsStore
+from fedtrain.data.registry import SPLIT_SEED_OPTIONS, generator_identity, load_dataset, split_seed_option
+from fedtrain.methods.registry import option_params
+from fedtrain.params import params_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.engine import RunResult
@@ -59,9 +62,6 @@ def expand_grid(base: RunConfig | Mapping[str, Any], **axes: Iterable[Any]) -> l
     configs (the last axis varies fastest).  Every configuration is validated here: a bad value
     raises ``ValueError`` naming the field and the offending combination, before anything runs.
     """
-    from fedtrain.methods.registry import option_params
-    from fedtrain.params import params_of
-
     base_dict = base.to_flat() if isinstance(base, RunConfig) else dict(base)
     valid = set(params_of(RunConfig)) | set(option_params()) | {"options"}
     for name in list(base_dict) + list(axes):
@@ -88,8 +88,6 @@ def expand_grid(base: RunConfig | Mapping[str, Any], **axes: Iterable[Any]) -> l
 
 def load_config_data(config: RunConfig, data_dir: str | os.PathLike | None = None) -> FederatedData:
     """Load the dataset a config names (``config.dataset`` with ``config.dataset_options``)."""
-    from fedtrain.data.registry import load_dataset
-
     return load_dataset(config.dataset, data_dir=data_dir, **dict(config.dataset_options))
 
 
@@ -176,8 +174,6 @@ def run_sweep(
 
     # phase 1: the identity of each dataset (generated data: from its name and options; files: loaded and
     # hashed), the rows already stored for it, then load and validate everything that will run
-    from fedtrain.data.registry import generator_identity
-
     todo: list[tuple[FederatedData, list[RunConfig]]] = []
     for (name, _), group in groups.items():
         if isinstance(data, FederatedData):
@@ -280,8 +276,6 @@ def repeat_config(config: RunConfig, r: int) -> RunConfig:
     (:func:`fedtrain.data.registry.split_seed_option`; for a stand-in without ``split_seed``, its ``seed``;
     else 0).  The split seed is written into ``dataset_options`` explicitly, so it is part of the key.
     """
-    from fedtrain.data.registry import split_seed_option
-
     r = int(check_integer_at_least("r", r, 0))
     opts = dict(config.dataset_options)
     name = split_seed_option(config.dataset)
@@ -323,8 +317,6 @@ def select_rows(rows: Iterable["RunResult"], configs: Sequence[RunConfig]) -> li
 
 
 def _split_seed(config: RunConfig) -> int:
-    from fedtrain.data.registry import SPLIT_SEED_OPTIONS
-
     opts = dict(config.dataset_options)
     name = SPLIT_SEED_OPTIONS.get(config.dataset, "seed")
     value = opts.get(name, opts.get("seed", 0) if name == "split_seed" else 0)  # every loader's default is 0

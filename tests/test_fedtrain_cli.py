@@ -158,9 +158,9 @@ def test_unwritable_results_folder_fails_before_training(tmp_path, capsys):
 
 
 def test_ctrl_c_prints_one_line(tmp_path, capsys, monkeypatch):
-    import fedtrain.sweep as sweep
+    import fedtrain.cli as cli
 
-    real = sweep.run_sweep
+    real = cli.run_sweep
 
     def interrupted(configs, **kw):
         def runner(cs, d):
@@ -170,7 +170,7 @@ def test_ctrl_c_prints_one_line(tmp_path, capsys, monkeypatch):
             return run_many(cs, d)
         return real(configs, runner=runner, **{**kw, "chunk_size": 1})
 
-    monkeypatch.setattr(sweep, "run_sweep", interrupted)
+    monkeypatch.setattr(cli, "run_sweep", interrupted)
     code = main(["sweep", *TINY, "--method", "local", "--seeds", "0,1,2", "--results", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 130 and "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -33,9 +33,10 @@ import numpy as np
 import pytest
 
 from fedtrain.config import ENGINE_VERSION, RunConfig
+from fedtrain.book_results import (BookStore, committed_store, compute_preset, figure_grid, figure_rows, pack_store,
+                                   preset_targets, store_note, theory_rows)
 from fedtrain.results import (DEFAULT_RESULTS_DIR, MANIFEST, REGENERATE_COMMAND, CommittedStore, ResultsStore,
-                              StaleStoreError, committed_store, compute_preset, pack_store, preset_targets,
-                              row_key)
+                              StaleStoreError, row_key)
 from fedtrain.sweep import run_sweep
 from fedtrain.testing import fake_result
 
@@ -56,7 +57,7 @@ def test_committed_store_is_current_and_complete():
         info = store.info(name)
         assert info["scale"] == scale and info["rows"] == len(configs)
         assert all(store.has(c) for c in configs), name
-        note = store.note(name)
+        note = store_note(store, name)
         assert info["file"] in note and f"engine v{ENGINE_VERSION}" in note
     assert store.manifest["wall_seconds"] > 0
     total = sum(os.path.getsize(DEFAULT_RESULTS_DIR / f) for f in store.manifest["files"])
@@ -150,9 +151,12 @@ def test_pack_round_trips_what_the_figures_read(packed):
         prov = store.provenance(c)
         assert prov["engine_version"] == ENGINE_VERSION and prov["command"].startswith("fedtrain sweep --preset")
         assert prov["seconds"] == pytest.approx(0.01) and prov["commit"]
-    note = store.note(name)
+    note = store_note(store, name)
     assert "gleam-standin.json.gz" in note and f"engine v{ENGINE_VERSION}" in note and "not paper scale" in note
-    assert len(store.figure_rows("fig3", name)) == len(store.grid("fig3", name))
+    assert len(figure_rows(store, "fig3", name)) == len(figure_grid(store, "fig3", name))
+    book = committed_store(out)  # the chapters' view: the same rows, with the figures' reads as methods
+    assert isinstance(book, BookStore) and book.note(name) == note
+    assert [r.config for r in book.figure_rows("fig3", name)] == [r.config for r in figure_rows(store, "fig3", name)]
     manifest = json.loads((out / MANIFEST).read_text())
     assert manifest["engine_version"] == ENGINE_VERSION and manifest["wall_seconds"] >= 0
     assert manifest["computations"] and manifest["computations"][0]["computed"] == res["computed"]
@@ -181,7 +185,7 @@ def test_the_committed_store_is_read_only_and_names_the_command(packed):
     rows = run_sweep(configs[:5], store=store, runner=runner)  # all stored: served, nothing trained
     assert [r.key for r in rows] == [c.key() for c in configs[:5]] and not trained
     # the theory figure from stored rows
-    theory = store.theory()
+    theory = theory_rows(store)
     assert set(theory) == {1.0, 3.0, math.inf} and theory[1.0]["runs"].shape[1] == 8
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from fedtheory import linear_regression as lr
 from fedtheory import point_estimation as pe
-from fedtheory._validation import check_integer_at_least
+from fedtheory.validation import check_integer_at_least
 
 __all__ = ["split", "plot_server_error", "plot_opt_out", "plot_lambdas_vs_gamma"]
 

@@ -25,6 +25,7 @@ import numpy as np
 from fedtheory.mean_estimation import local_variance, mse, optimal_lambda, simulate
 from fedtheory.mean_estimation.empirical_bayes import plugin_mse, simulate_plugin
 from fedtheory.privacy.tuning import tuned_noise_multiplier
+from fedtheory.privacy.tuning import expected_released_value, poisson_pmf, tnb_gamma, tnb_pmf
 
 __all__ = ["PAPER", "Setting", "pretty_label", "curves", "summary", "released", "plugin", "plot_panel", "plot_fig7",
            "plot_widget", "plot_run_distributions"]
@@ -134,8 +135,6 @@ def released(settings: list[Setting], tau: float, *, mean_runs: float = 10.0, K:
     the untuned private FedAvg error (P(h = 0) = e^{-E[h]}).  Computed through the laws' generating functions
     (:func:`fedtheory.privacy.tuning.expected_released_value`).  The lowest point of a tuned curve (the paper's
     reading) is what a tuner gets only when h is large; this averages over the random h and the draws."""
-    from fedtheory.privacy.tuning import expected_released_value, tnb_gamma, tnb_pmf
-
     lam = np.logspace(np.log10(lam_range[0]), np.log10(lam_range[1]), int(points))
     out = {}
     for s in settings[2:]:
@@ -248,8 +247,6 @@ def plot_widget(tau: float = 0.08, eps: float = 0.25, mean_runs: float = 10.0, e
 
 def plot_run_distributions(mean_runs: float = 10.0, etas: Sequence[float] = PAPER["etas"], hmax: int = 40) -> plt.Figure:
     """PMFs of the number of runs h: TNB(η, γ) for each η (γ solved for E[h]) and Poisson(E[h])."""
-    from fedtheory.privacy.tuning import poisson_pmf, tnb_gamma, tnb_pmf
-
     h = np.arange(0, hmax + 1)
     fig, ax = plt.subplots(figsize=(7, 4))
     cmap = plt.get_cmap("viridis")

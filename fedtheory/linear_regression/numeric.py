@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from fedtheory._validation import (check_choice, check_integer_at_least,
+from fedtheory.validation import (check_choice, check_integer_at_least,
                                    check_nonnegative, check_positive)
 
 __all__ = [

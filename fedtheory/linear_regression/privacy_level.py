@@ -47,8 +47,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from fedtheory._validation import (check_choice, check_integer_at_least, check_nonnegative, check_open_interval,
+from fedtheory.validation import (check_choice, check_integer_at_least, check_nonnegative, check_open_interval,
                                    check_positive)
+from fedtheory.privacy.accountants import ACCOUNTANTS, get_accountant
+from fedtheory.privacy.calibration import calibrate
+from fedtheory.privacy.events import dpsgd_event
 
 __all__ = [
     "ADJACENCY", "noise_multiplier_of_gamma2", "gamma2_of_noise_multiplier", "epsilon_of_gamma2",
@@ -92,8 +95,6 @@ def _rho(rho_np) -> float:
 
 
 def _event(z, q, rounds):
-    from fedtheory.privacy.events import dpsgd_event
-
     return dpsgd_event(z, q, rounds)
 
 
@@ -105,8 +106,6 @@ def epsilon_of_gamma2(gamma2: float, delta: float, *, clip: float, n_clients: in
     multiplier :func:`noise_multiplier_of_gamma2`, accounted by ``accountant`` (``"rdp"``, ``"pld"``
     or ``"prv"``; :mod:`fedtheory.privacy.accountants`).
     """
-    from fedtheory.privacy.accountants import ACCOUNTANTS, get_accountant
-
     check_choice("accountant", accountant, ACCOUNTANTS)
     delta = float(check_open_interval("delta", delta, 0.0, 1.0))
     rounds = int(check_integer_at_least("rounds", rounds, 1))
@@ -122,8 +121,6 @@ def gamma2_for_epsilon(target_eps: float, delta: float, *, clip: float, n_client
     :func:`fedtheory.privacy.calibration.calibrate` (ε ≤ target guaranteed, z within 0.1 % of the
     root), then ``γ² = (z S/(q N_g))²``.
     """
-    from fedtheory.privacy.calibration import calibrate
-
     S, Ng, q = _setting(clip, n_clients, sample_rate)
     rounds = int(check_integer_at_least("rounds", rounds, 1))
     z = calibrate(lambda zz: _event(zz, q, rounds), target_eps, delta, accountant)
@@ -159,8 +156,6 @@ class PrivacyLevels(NamedTuple):
 def privacy_levels(gamma2: float, delta: float, *, clip: float, N: int, N_p: int, rounds: int = 1,
                    accountant: str = "rdp") -> PrivacyLevels:
     """The privacy levels of the one-shot (``q = 1``) opt-out model at ``gamma2`` (module docstring)."""
-    from fedtheory.privacy.accountants import get_accountant
-
     N = int(check_integer_at_least("N", N, 1))
     N_p = int(check_integer_at_least("N_p", N_p, 1))
     if N_p > N:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedtheory._validation import (check_choice, check_integer_at_least, check_nonnegative,
+from fedtheory.validation import (check_choice, check_integer_at_least, check_nonnegative,
                                    check_positive)
 
 from .numeric import bayes_local_coefficients

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from fedtheory._validation import (
+from fedtheory.validation import (
     check_integer_at_least,
     check_nonnegative,
     check_open_interval,

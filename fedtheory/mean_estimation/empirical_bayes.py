@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import integrate, stats
 
-from fedtheory._validation import as_float_array, check_choice, check_integer_at_least, check_positive
+from fedtheory.validation import as_float_array, check_choice, check_integer_at_least, check_positive
 
 __all__ = ["PLUGIN_METHODS", "estimate_tau2", "plugin_lambda", "plugin_mse", "PluginSimulation", "simulate_plugin"]
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from fedtheory._validation import check_nonnegative
+from fedtheory.validation import check_nonnegative
 from fedtheory.mean_estimation.closed_form import _out, _shrink
 
 __all__ = [

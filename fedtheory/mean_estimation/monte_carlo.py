@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from fedtheory._validation import check_integer_at_least, check_nonnegative, as_float_array
+from fedtheory.validation import check_integer_at_least, check_nonnegative, as_float_array
 from fedtheory.mean_estimation.closed_form import _shrink
 
 __all__ = ["MonteCarloResult", "simulate", "simulate_heterogeneous"]

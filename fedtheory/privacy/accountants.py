@@ -37,10 +37,11 @@ from typing import Callable
 
 import numpy as np
 
-from fedtheory._validation import check_choice, check_open_interval
+from fedtheory.validation import check_choice, check_open_interval
 from fedtheory.privacy.events import (ComposedDpEvent, DpEvent, GaussianDpEvent, NoOpDpEvent, PoissonSampledDpEvent,
                                       RdpCurveDpEvent, SelfComposedDpEvent, ZCDpEvent, event_key, flatten)
 from fedtheory.privacy.rdp import DEFAULT_ORDERS, _rdp_numpy, rdp_to_epsilon
+from fedtheory.privacy.events import NonPrivateDpEvent
 
 __all__ = ["ACCOUNTANTS", "Accountant", "get_accountant", "simplify"]
 
@@ -49,14 +50,10 @@ ACCOUNTANTS = ("rdp", "pld", "prv")
 
 
 def _nonprivate():
-    from fedtheory.privacy.events import NonPrivateDpEvent
-
     return NonPrivateDpEvent()
 
 
 def _is_nonprivate(e) -> bool:
-    from fedtheory.privacy.events import NonPrivateDpEvent
-
     return isinstance(e, NonPrivateDpEvent)
 
 

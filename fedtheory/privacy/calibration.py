@@ -43,7 +43,7 @@ import warnings
 from pathlib import Path
 from typing import Callable
 
-from fedtheory._validation import check_open_interval, check_positive
+from fedtheory.validation import check_open_interval, check_positive
 from fedtheory.privacy.accountants import ACCOUNTANTS, get_accountant
 from fedtheory.privacy.events import DpEvent, event_key
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fedtheory._validation import (as_float_array, check_choice, check_integer_at_least,
+from fedtheory.validation import (as_float_array, check_choice, check_integer_at_least,
                                    check_nonnegative, check_open_interval, check_positive)
 from fedtheory.privacy.accountants import ACCOUNTANTS, get_accountant
 from fedtheory.privacy.calibration import calibrate

@@ -74,7 +74,7 @@ PoissonSampledDpEvent = _dp_event.PoissonSampledDpEvent
 SelfComposedDpEvent = _dp_event.SelfComposedDpEvent
 ZCDpEvent = _dp_event.ZCDpEvent
 
-from fedtheory._validation import as_float_array, check_integer_at_least, check_nonnegative
+from fedtheory.validation import as_float_array, check_integer_at_least, check_nonnegative
 
 __all__ = [
     "DpEvent", "GaussianDpEvent", "PoissonSampledDpEvent", "SelfComposedDpEvent", "ComposedDpEvent",

@@ -22,12 +22,13 @@ from typing import Literal
 
 import numpy as np
 
-from fedtheory._validation import (as_float_array, check_integer_at_least, check_nonnegative,
+from fedtheory.validation import (as_float_array, check_integer_at_least, check_nonnegative,
                                    check_open_interval, check_positive)
 from fedtheory.privacy.accountants import get_accountant
 from fedtheory.privacy.calibration import calibrate
 from fedtheory.privacy.events import compose, dpsgd_event, selection_event
 from fedtheory.privacy.rdp import DEFAULT_ORDERS, _check_orders
+from fedtheory.privacy.accountants import rdp_curve, simplify
 
 __all__ = [
     "private_argmin",
@@ -64,9 +65,6 @@ def exponential_mechanism_rdp(orders, eps):
     Evaluated from :func:`fedtheory.privacy.events.selection_event` (the one place a selection becomes
     an RDP term) by the ``rdp`` accountant's curve.
     """
-    from fedtheory.privacy.accountants import rdp_curve, simplify
-    from fedtheory.privacy.events import selection_event
-
     orders = _check_orders(orders)
     eps = float(check_nonnegative("eps", eps))
     return rdp_curve(simplify(selection_event(eps)), orders)

@@ -19,8 +19,10 @@ import math
 import numpy as np
 from scipy import optimize, special
 
-from fedtheory._validation import (as_float_array, check_choice, check_nonnegative, check_open_interval,
+from fedtheory.validation import (as_float_array, check_choice, check_nonnegative, check_open_interval,
                                    check_positive)
+from fedtheory.privacy.calibration import calibrate
+from fedtheory.privacy.events import gaussian_event
 
 __all__ = ["gaussian_sigma", "gaussian_rdp", "gaussian_delta", "gaussian_epsilon", "analytic_gaussian_sigma",
            "rdp_gaussian_sigma", "ADJACENCIES", "clip_rows", "clipped_sum_sensitivity"]
@@ -142,9 +144,6 @@ def rdp_gaussian_sigma(eps, delta, sensitivity=1.0):
     ``σ = Δ · calibrate(GaussianDpEvent, eps, delta, "rdp")`` (:func:`fedtheory.privacy.calibration.calibrate`);
     ε guaranteed ≤ target.  Vectorised.
     """
-    from fedtheory.privacy.calibration import calibrate
-    from fedtheory.privacy.events import gaussian_event
-
     eps = check_positive("eps", eps)
     delta = check_open_interval("delta", delta, 0.0, 1.0)
     sensitivity = check_positive("sensitivity", sensitivity)

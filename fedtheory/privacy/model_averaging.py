@@ -33,7 +33,11 @@ import math
 
 import numpy as np
 
-from fedtheory._validation import check_choice, check_integer_at_least, check_open_interval, check_positive
+from fedtheory.validation import check_choice, check_integer_at_least, check_open_interval, check_positive
+from fedtheory.privacy.accountants import get_accountant
+from fedtheory.privacy.calibration import calibrate
+from fedtheory.privacy.events import dpsgd_event, rdp_curve_event
+from fedtheory.privacy.rdp import subsampled_gaussian_rdp
 
 __all__ = ["ACCOUNTANTS", "PAPER_ORDERS", "paper_code_event", "party_noise_multiplier", "averaged_model_epsilon",
            "averaged_model_epsilon_table"]
@@ -59,9 +63,6 @@ def paper_code_event(noise_multiplier: float, sample_rate: float, steps: int):
     The improved conversion of ``c(α)`` is ``c(α) + log(1/(αδ))/(α−1) + log(1−1/α)``; with
     ``c(α) = ε(α) + log α/(α−1) − log(1−1/α)`` this is ``ε(α) + log(1/δ)/(α−1)``, the classic one.
     """
-    from fedtheory.privacy.events import rdp_curve_event
-    from fedtheory.privacy.rdp import subsampled_gaussian_rdp
-
     z = float(check_positive("noise_multiplier", noise_multiplier))
     q, steps, _ = _check(sample_rate, steps, 0.5, "rdp")
     a = PAPER_ORDERS
@@ -70,14 +71,10 @@ def paper_code_event(noise_multiplier: float, sample_rate: float, steps: int):
 
 
 def _event(z, q, steps, accountant):
-    from fedtheory.privacy.events import dpsgd_event
-
     return paper_code_event(z, q, steps) if accountant == "paper_code" else dpsgd_event(z, q, steps)
 
 
 def _eps(z, q, steps, delta, accountant):
-    from fedtheory.privacy.accountants import get_accountant
-
     acc = "rdp" if accountant == "paper_code" else accountant
     return float(get_accountant(acc).epsilon(_event(z, q, steps, accountant), delta))
 
@@ -85,8 +82,6 @@ def _eps(z, q, steps, delta, accountant):
 def party_noise_multiplier(eps_party: float, sample_rate: float, steps: int, delta: float,
                            accountant: str = "rdp") -> float:
     """Per-step noise multiplier σ of one party that meets ``(eps_party, δ)`` alone (certified ≤ target)."""
-    from fedtheory.privacy.calibration import calibrate
-
     q, steps, delta = _check(sample_rate, steps, delta, accountant)
     acc = "rdp" if accountant == "paper_code" else accountant
     return float(calibrate(lambda z: _event(z, q, steps, accountant), eps_party, delta, acc))

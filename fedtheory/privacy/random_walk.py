@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from fedtheory._validation import as_float_array, check_integer_at_least, check_nonnegative, check_positive
+from fedtheory.validation import as_float_array, check_integer_at_least, check_nonnegative, check_positive
 
 __all__ = ["random_walk_variance", "averaged_walk_variance", "dp_gd_noise_variance", "simulate_walk", "derive"]
 

@@ -32,7 +32,7 @@ from typing import Literal
 
 import numpy as np
 
-from fedtheory._validation import (as_float_array, check_choice, check_integer_at_least,
+from fedtheory.validation import (as_float_array, check_choice, check_integer_at_least,
                                    check_nonnegative, check_open_interval, check_positive)
 
 __all__ = [

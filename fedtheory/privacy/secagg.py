@@ -39,8 +39,12 @@ from typing import Optional
 
 import numpy as np
 
-from fedtheory._validation import (as_float_array, check_choice, check_integer_at_least, check_nonnegative,
+from fedtheory.validation import (as_float_array, check_choice, check_integer_at_least, check_nonnegative,
                                    check_positive)
+from fedtheory.privacy.calibration import calibrate
+from fedtheory.privacy.dpsgd import epsilon
+from fedtheory.privacy.events import dpsgd_event
+from fedtheory.privacy.rdp import rdp_to_epsilon, subsampled_gaussian_rdp
 
 __all__ = [
     "CALIBRATIONS",
@@ -122,9 +126,6 @@ def total_noise_multiplier(S: int, R: int, sample_rate: float, target_eps: float
     For ``ddp``/``ddp_hbc``/``ldp`` this is σ_total of R·S Poisson-subsampled Gaussian steps; for
     ``naive`` it is the multiplier of the per-round Gaussian (sensitivity S·C) composed R times.
     """
-    from fedtheory.privacy.calibration import calibrate
-    from fedtheory.privacy.events import dpsgd_event
-
     _, S, R, q = _check_common(2, S, R, sample_rate, calibration, accountant)
     qq, steps = _accounted_mechanism(S, R, q, calibration)
     return float(calibrate(lambda z: dpsgd_event(z, qq, steps), target_eps, delta, accountant))
@@ -159,8 +160,6 @@ def epsilon_of_per_client_noise(sigma_client: float, M: int, S: int, R: int, sam
     E.g. ``calibration="ldp"`` answers "what ε would one client's own noise give it alone?" (the
     DDP-over-LDP gain that secure aggregation buys).
     """
-    from fedtheory.privacy.dpsgd import epsilon
-
     M, S, R, q = _check_common(M, S, R, sample_rate, calibration, accountant)
     s = float(check_positive("sigma_client", sigma_client))
     qq, steps = _accounted_mechanism(S, R, q, calibration)
@@ -286,8 +285,6 @@ def paper_code_epsilon(noise_multiplier: float, sample_rate: float, steps: int, 
     fractional orders), which is why the paper's noise levels are larger than :func:`per_client_noise`
     returns; used to reproduce its configurations.
     """
-    from fedtheory.privacy.rdp import rdp_to_epsilon, subsampled_gaussian_rdp
-
     orders = np.arange(2.0, 256.0)
     steps = int(check_integer_at_least("steps", steps, 1))
     rdp = subsampled_gaussian_rdp(orders, float(check_positive("noise_multiplier", noise_multiplier)),

@@ -30,7 +30,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import special, stats
 
-from fedtheory._validation import as_float_array, check_integer_at_least, check_positive
+from fedtheory.validation import as_float_array, check_integer_at_least, check_positive
+from fedtheory.validation import check_choice
 
 __all__ = ["ROUNDINGS", "skellam_rdp_integer", "rounded_l2_bound", "integer_l1_bound", "skellam_rdp",
            "skellam_exact_rdp"]
@@ -76,8 +77,6 @@ def skellam_rdp(orders, noise_multiplier: float, clip: float, dim: int, scale: f
     """RDP of the scaled-and-rounded Skellam mechanism with Gaussian-equivalent multiplier z: noise variance
     ``μ = (s·C·z)²``, Δ₂ = :func:`rounded_l2_bound` of ``sC`` (``rounding="none"``: ``sC``), Δ₁ =
     :func:`integer_l1_bound` of Δ₂ (module docstring)."""
-    from fedtheory._validation import check_choice
-
     z = float(check_positive("noise_multiplier", noise_multiplier))
     c = float(check_positive("clip", clip))
     d = int(check_integer_at_least("dim", dim, 1))

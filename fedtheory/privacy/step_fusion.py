@@ -45,8 +45,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from fedtheory._validation import (check_integer_at_least, check_nonnegative, check_open_interval,
+from fedtheory.validation import (check_integer_at_least, check_nonnegative, check_open_interval,
                                    check_positive)
+from fedtheory.privacy.accountants import get_accountant
+from fedtheory.privacy.events import dpsgd_event
 
 __all__ = ["fused_sensitivity", "fused_noise_multiplier", "fused_sample_rate", "fused_event", "exact_block_pld",
            "FusionCheck", "fusion_check", "fusion_identity", "gdp_mu_fused", "gdp_mu_per_step"]
@@ -79,8 +81,6 @@ def fused_sample_rate(sample_rate: float, m: int) -> float:
 def fused_event(noise_multiplier: float, sample_rate: float, m: int, blocks: int):
     """The argument's accounting: ``blocks`` Poisson-subsampled Gaussian steps, rate :func:`fused_sample_rate`,
     multiplier ``noise_multiplier`` (the fused block's, :func:`fused_noise_multiplier`)."""
-    from fedtheory.privacy.events import dpsgd_event
-
     return dpsgd_event(noise_multiplier, fused_sample_rate(sample_rate, m), blocks)
 
 
@@ -124,9 +124,6 @@ def fusion_check(noise_multiplier: float, sample_rate: float, m: int, blocks: in
     A valid argument needs ``exact_block ≤ fused``; ``exact_block ≤ per_step`` as well (the block sum is a
     post-processing of the per-step releases).
     """
-    from fedtheory.privacy.accountants import get_accountant
-    from fedtheory.privacy.events import dpsgd_event
-
     delta = float(check_open_interval("delta", delta, 0.0, 1.0))
     z = float(check_positive("noise_multiplier", noise_multiplier))
     m = int(check_integer_at_least("m", m, 1))

@@ -59,13 +59,18 @@ from typing import Optional
 import numpy as np
 from scipy import optimize, special
 
-from fedtheory._validation import (
+from fedtheory.validation import (
     as_float_array,
     check_choice,
     check_integer_at_least,
     check_open_interval,
     check_positive,
 )
+from fedtheory.privacy.accountants import get_accountant
+from fedtheory.privacy.calibration import calibrate
+from fedtheory.privacy.events import dpsgd_event, rdp_curve_event
+from fedtheory.privacy.gaussian import analytic_gaussian_sigma, gaussian_delta, gaussian_epsilon
+from fedtheory.privacy.rdp import DEFAULT_ORDERS, rdp_to_epsilon, subsampled_gaussian_rdp
 
 __all__ = [
     "DISTRIBUTIONS",
@@ -471,8 +476,6 @@ def _default_orders(mechanism: str) -> np.ndarray:
     """:data:`TUNING_ORDERS` for the one-shot Gaussian; the book-wide ``DEFAULT_ORDERS`` for DP-SGD
     (subsampled-Gaussian curves at orders in the thousands are slow and never optimal there)."""
     if mechanism == "dpsgd":
-        from fedtheory.privacy.rdp import DEFAULT_ORDERS
-
         return np.asarray(DEFAULT_ORDERS, dtype=float)
     return TUNING_ORDERS
 
@@ -488,8 +491,6 @@ def base_rdp(noise_multiplier: float, *, mechanism: str = "gaussian", sample_rat
     Poisson-subsampled Gaussian steps at ``sample_rate`` (add/remove adjacency), both via
     :func:`fedtheory.privacy.rdp.subsampled_gaussian_rdp`.
     """
-    from fedtheory.privacy.rdp import subsampled_gaussian_rdp
-
     z = float(check_positive("noise_multiplier", noise_multiplier))
     q, t = _check_mechanism(mechanism, sample_rate, steps)
     orders = TUNING_ORDERS if orders is None else as_float_array("orders", orders).ravel()
@@ -523,8 +524,6 @@ def base_delta(eps_hat, noise_multiplier: float, *, mechanism: str = "gaussian",
     if (eps_hat < 0).any():
         raise ValueError(f"eps_hat must be >= 0 (got {eps_hat.min()!r})")
     if mechanism == "gaussian":
-        from fedtheory.privacy.gaussian import gaussian_delta
-
         out = np.asarray(gaussian_delta(eps_hat, z), dtype=float)
     else:
         acc = _dpsgd_pld(z, q, t)
@@ -572,8 +571,6 @@ def tuned_epsilon(noise_multiplier: float, delta: float, distribution: str, mean
     the untuned ε is the exact one (analytic Gaussian / PLD), the Poisson δ̂ is the exact profile and,
     for the Gaussian, TNB's λ̂ is the continuous optimum.
     """
-    from fedtheory.privacy.rdp import rdp_to_epsilon
-
     delta = float(check_open_interval("delta", delta, 0.0, 1.0))
     bound = _check_bound(bound)
     check_choice("distribution", distribution, DISTRIBUTIONS)
@@ -581,12 +578,7 @@ def tuned_epsilon(noise_multiplier: float, delta: float, distribution: str, mean
         z = float(check_positive("noise_multiplier", noise_multiplier))
         q, t = _check_mechanism(mechanism, sample_rate, steps)
         if mechanism == "gaussian":
-            from fedtheory.privacy.gaussian import gaussian_epsilon
-
             return float(gaussian_epsilon(z, delta))
-        from fedtheory.privacy.accountants import get_accountant
-        from fedtheory.privacy.events import dpsgd_event
-
         return float(get_accountant("pld").epsilon(dpsgd_event(z, q, t), delta))
     orders, curve = _tuned_curve(noise_multiplier, distribution, mean_runs, eta, mechanism, sample_rate, steps,
                                  orders, bound)
@@ -614,16 +606,11 @@ def tuned_noise_multiplier(target_eps: float, delta: float, distribution: str, m
     f = lambda z: tuned_epsilon(z, delta, distribution, mean_runs, eta, mechanism=mechanism,  # noqa: E731
                                 sample_rate=sample_rate, steps=steps, orders=orders, bound=bound)
     # the one calibration of the book (fedtheory.privacy.calibration.calibrate) on the tuned RDP curve
-    from fedtheory.privacy.calibration import calibrate
-    from fedtheory.privacy.events import dpsgd_event, rdp_curve_event
-
     bound = _check_bound(bound)
     check_choice("distribution", distribution, DISTRIBUTIONS)
     if bound == "tight" and distribution == "none":
         q, t = _check_mechanism(mechanism, sample_rate, steps)
         if mechanism == "gaussian":
-            from fedtheory.privacy.gaussian import analytic_gaussian_sigma
-
             hi = float(analytic_gaussian_sigma(target, delta))
             while f(hi) > target:  # gaussian_epsilon's own root-finding may sit 1e-12 above: step up
                 hi *= 1.0 + 1e-12

@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any, Literal, Mapping
 
 import numpy as np
+from fedtrain.data.files import sha256_file
+from fedtrain.encoding import encode
 
 __all__ = ["FederatedData", "data_identity", "identity_digest"]
 
 
 def identity_digest(identity: Mapping[str, Any]) -> str:
     """A 12-hex-digit digest of a data identity (its canonical JSON): the data part of a results-store key."""
-    from fedtrain.encoding import encode
-
     text = json.dumps(encode(dict(identity)), sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
@@ -150,8 +150,6 @@ class FederatedData:
         """What a result records about the data: name, real or stand-in, task, sizes, the file read and its
         SHA-256 (``None`` for generated data), the scalar provenance of ``info`` (split seed, τ, ...) and the
         data's ``identity`` (:meth:`identity`)."""
-        from fedtrain.encoding import encode
-
         info = {k: v for k, v in self.info.items()
                 if isinstance(v, (str, int, float, bool, tuple)) and k not in ("file", "sha256", "identity")}
         return {"name": self.name, "real": bool(self.real), "task": self.task, "num_silos": self.num_silos,
@@ -161,6 +159,4 @@ class FederatedData:
 
 
 def _sha256_of(path: Any) -> str:
-    from fedtrain.data.files import sha256_file
-
     return sha256_file(str(path))

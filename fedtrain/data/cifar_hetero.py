@@ -32,6 +32,8 @@ import numpy as np
 from fedtheory.validation import check_integer_at_least, check_nonnegative
 from fedtrain.data.base import FederatedData
 from fedtrain.data.images import check_images, federated_from_images, load_cifar10
+from fedtrain.data.fashion import load_fashion_mnist
+from fedtrain.data.rotated_masked import _smooth_prototypes
 
 __all__ = ["PAPER_NUM_SILOS", "PAPER_CLASSES_PER_SILO", "partition_by_classes", "make_class_heterogeneous",
            "cifar10_hetero", "cifar10_hetero_standin", "hetero_fashion"]
@@ -194,8 +196,6 @@ def cifar10_hetero_standin(
     max_shift = int(check_integer_at_least("max_shift", max_shift, 0))
     seed = int(check_integer_at_least("seed", seed, 0))
     split_seed = seed if split_seed is None else int(check_integer_at_least("split_seed", split_seed, 0))
-    from fedtrain.data.rotated_masked import _smooth_prototypes
-
     rng = np.random.default_rng([seed, 32452843])
     patterns = _smooth_prototypes(rng, 10, 3, 32, sigma=2.5) - np.float32(0.5)
     fields = _smooth_prototypes(rng, 64, 3, 32, sigma=4.0) - np.float32(0.5)
@@ -258,8 +258,6 @@ def hetero_fashion(
     :func:`partition_by_classes` (the paper's CIFAR-10 procedure, pFedHN's split), giving about 2,000 training
     and 330 test images per silo.  ``real=True``.
     """
-    from fedtrain.data.fashion import load_fashion_mnist
-
     _check_structure(num_silos, classes_per_silo, 10)
     arrays = load_fashion_mnist(data_dir, verify=verify)
     return make_class_heterogeneous(arrays.train_images, arrays.train_labels, arrays.test_images, arrays.test_labels,

@@ -28,6 +28,7 @@ import numpy as np
 
 from fedtheory.validation import check_integer_at_least, check_open_interval
 from fedtrain.data.base import FederatedData
+from fedtrain.data.images import load_digits_images, load_mnist
 
 __all__ = ["digit_pool", "make_noniid_digits", "load_noniid_digits", "load_noniid_mnist", "choose_nonprivate"]
 
@@ -47,8 +48,6 @@ def digit_pool(source: str = "sklearn-digits", *, seed: int = 0, data_dir=None, 
     so that Table 6's network (784 → 50 → 10) and its parameter count are the paper's.
     """
     if source == "sklearn-digits":
-        from fedtrain.data.images import load_digits_images
-
         side = int(check_integer_at_least("image_side", image_side, 8))
         imgs, y = load_digits_images(None if side == 8 else side)
         x = imgs.reshape(len(imgs), -1)
@@ -62,8 +61,6 @@ def digit_pool(source: str = "sklearn-digits", *, seed: int = 0, data_dir=None, 
                 "input_shape": (1, side, side)}
         return x[~test], y[~test], x[test], y[test], info
     if source == "mnist":
-        from fedtrain.data.images import load_mnist
-
         m = load_mnist(data_dir=data_dir)
         tx, ty, vx, vy = _mnist_arrays(m)
         info = {"source": "MNIST files (fedtrain.data.images.load_mnist)", "input_shape": (1, 28, 28)}

@@ -25,6 +25,7 @@ import numpy as np
 from fedtheory.validation import check_integer_at_least
 from fedtrain.data.base import FederatedData
 from fedtrain.data.noniid_digits import SKEWED_CLASS, choose_nonprivate
+from fedtrain.data.fashion import load_fashion_mnist
 
 __all__ = ["PAPER_NUM_CLIENTS", "PAPER_SAMPLES_PER_CLIENT", "make_noniid_without_replacement", "load_noniid_fashion",
            "nonprivate_distinct_share"]
@@ -105,8 +106,6 @@ def load_noniid_fashion(*, skewed: bool = False, data_dir: str | os.PathLike | N
                         verify: bool = True) -> FederatedData:
     """``noniid-fashion`` (``skewed=False``) or ``noniid-fashion-skewed``: the module's construction on the
     Fashion-MNIST files (:func:`fedtrain.data.fashion.load_fashion_mnist`); ``real=True``."""
-    from fedtrain.data.fashion import load_fashion_mnist
-
     m = load_fashion_mnist(data_dir, verify=verify)
     flat = lambda a: a.reshape(len(a), -1)  # noqa: E731
     info = {k: v for k, v in m.info.items() if k != "paths"}

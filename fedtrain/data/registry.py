@@ -62,6 +62,7 @@ from fedtrain.data.cifar_hetero import hetero_fashion
 from fedtrain.data.fashion import DEBIAN_DIR
 from fedtrain.data.noniid_fashion import load_noniid_fashion
 from fedtrain.data.rotated_masked import rotated_masked_fashion
+from fedtrain.encoding import encode
 
 __all__ = ["DATASETS", "REAL_DATASETS", "DATASET_DESCRIPTIONS", "CLIENT_DATASETS", "FILE_DATASETS",
            "SPLIT_SEED_OPTIONS", "load_dataset", "split_seed_option", "reads_files", "generator_identity"]
@@ -179,8 +180,6 @@ def reads_files(name: str) -> bool:
 def generator_identity(name: str, options: dict | None = None) -> dict | None:
     """The identity of a dataset that reads no file: its name (the generator) and its loader options, known
     without loading it; ``None`` for a dataset read from files (:func:`reads_files`)."""
-    from fedtrain.encoding import encode
-
     if name not in _LOADERS:
         raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(DATASETS)}")
     if reads_files(name):

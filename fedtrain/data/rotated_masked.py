@@ -37,6 +37,7 @@ import numpy as np
 from fedtheory.validation import check_integer_at_least, check_nonnegative
 from fedtrain.data.base import FederatedData
 from fedtrain.data.images import check_images, federated_from_images, load_digits_images, load_mnist
+from fedtrain.data.fashion import load_fashion_mnist
 
 __all__ = [
     "PAPER_NUM_SILOS",
@@ -254,8 +255,6 @@ def rotated_masked_fashion(
     as ``max(image, mask)`` followed by per-image min-max rescaling (:func:`make_rotated_masked`).
     ``train_per_silo`` may be lowered (each silo then holds a random part of its share).  ``real=True``.
     """
-    from fedtrain.data.fashion import load_fashion_mnist
-
     _validate_common(num_silos, num_groups, mask_ratio)  # bad options fail before any file is read
     arrays = load_fashion_mnist(data_dir, verify=verify, checksums=checksums)
     return make_rotated_masked(

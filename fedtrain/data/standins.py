@@ -30,7 +30,7 @@ from fedtheory.validation import (
 )
 from fedtrain.data.base import FederatedData
 from fedtrain.data.split import split_and_standardize
-from fedtrain.presets import STANDIN_PRESETS
+from fedtrain.paper import STANDIN_PRESETS
 
 __all__ = ["STANDIN_PRESETS", "make_hierarchical_linear", "load_standin"]
 

@@ -24,8 +24,12 @@ import numpy as np
 
 from fedtrain.fedhdp.config import FEDHDP_METHODS, FedHDPConfig
 from fedtrain.params import add_flag, params_of
+from fedtrain.data.registry import FILE_DATASETS, load_dataset
+from fedtrain.encoding import encode
+from fedtrain.fedhdp.experiments import SCALES, check_claims, experiment_configs, run_experiment, save_results
+from fedtrain.fedhdp.tables import format_table, table_rows
 
-__all__ = ["wants_client_level", "run_main", "register"]
+__all__ = ["wants_client_level", "run_main", "configure_claims_parser", "run_claims"]
 
 
 def wants_client_level(argv: Sequence[str]) -> bool:
@@ -80,8 +84,6 @@ def _seeds(text: str) -> list[int]:
 
 def run_main(argv: Sequence[str]) -> int:
     """``fedtrain run`` for the client-level methods (``argv`` without the leading ``run``)."""
-    from fedtrain.data.registry import FILE_DATASETS, load_dataset
-    from fedtrain.encoding import encode
     from fedtrain.fedhdp.trainer import train
 
     parser = build_parser()
@@ -117,8 +119,6 @@ def run_main(argv: Sequence[str]) -> int:
     if args.json:
         print(json.dumps(encode(summary)), file=sys.stdout)
         return 0
-    from fedtrain.fedhdp.tables import format_table, table_rows
-
     print(format_table(table_rows(results)))
     eps = ", ".join(f"{k}: {v['epsilon']:.4g}" for k, v in summary["privacy"]["groups"].items())
     print(f"data: {c0.dataset} ({'real' if summary['real_data'] else 'synthetic stand-in'}); epsilon per group "
@@ -126,9 +126,8 @@ def run_main(argv: Sequence[str]) -> int:
     return 0
 
 
-def _configure_claims(p: argparse.ArgumentParser) -> None:
-    from fedtrain.fedhdp.experiments import SCALES
-
+def configure_claims_parser(p: argparse.ArgumentParser) -> None:
+    """``fedtrain fedhdp-claims``'s arguments."""
     p.add_argument("--scale", choices=tuple(SCALES), default="claims", help="experiment scale (default claims)")
     p.add_argument("--results", default=None, help="folder storing each finished run (resumable)")
     p.add_argument("--json", action="store_true", help="print the tables' rows and the checks as JSON")
@@ -136,22 +135,16 @@ def _configure_claims(p: argparse.ArgumentParser) -> None:
                    "book/data/fedhdp_claims.json)")
 
 
-def _claims(args: argparse.Namespace) -> int:
-    from fedtrain.fedhdp.experiments import check_claims, experiment_configs, run_experiment
-    from fedtrain.fedhdp.tables import format_table, table_rows
-
+def run_claims(args: argparse.Namespace) -> int:
+    """``fedtrain fedhdp-claims``: the claims' experiment, its tables and checks; returns the exit status."""
     configs = experiment_configs(args.scale, "noniid-digits") + experiment_configs(args.scale, "noniid-digits-skewed")
     rows = run_experiment(configs, args.results, log=lambda s: print(s, file=sys.stderr, flush=True))
     if args.save:
-        from fedtrain.fedhdp.experiments import save_results
-
         save_results(rows, args.save, scale=args.scale, command=f"fedtrain fedhdp-claims --scale {args.scale}")
     checks = check_claims(rows)
     tables = {ds: table_rows([r for r in rows if r["config"]["dataset"] == ds])
               for ds in ("noniid-digits", "noniid-digits-skewed")}
     if args.json:
-        from fedtrain.encoding import encode
-
         print(json.dumps(encode({"scale": args.scale, "tables": tables,
                                  "checks": [c.__dict__ for c in checks]})))
         return 0
@@ -161,10 +154,3 @@ def _claims(args: argparse.Namespace) -> int:
         print(f"[{'holds' if c.holds else 'FAILS'}] claim {c.claim}: {c.detail}")
     return 0
 
-
-def register() -> None:
-    """Add ``fedtrain fedhdp-claims`` to the CLI."""
-    from fedtrain.cli import register_command
-
-    register_command("fedhdp-claims", "FedHDP's claims 1-4 on the non-IID digits (tables and checks; resumable)",
-                     _configure_claims, _claims)

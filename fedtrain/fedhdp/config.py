@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from fedtrain.params import param, validate_fields
+from fedtrain.encoding import encode
 
 __all__ = ["FedHDPConfig", "FEDHDP_METHODS", "METHOD_LABELS"]
 
@@ -91,6 +92,4 @@ class FedHDPConfig:
         return float(self.ratio) if self.method == "fedhdp" else 1.0
 
     def to_dict(self) -> dict:
-        from fedtrain.encoding import encode
-
         return {k: encode(getattr(self, k)) for k in self.__dataclass_fields__}

@@ -33,6 +33,8 @@ import numpy as np
 
 from fedtrain.encoding import decode_float
 from fedtrain.fedhdp.config import FedHDPConfig
+from fedtrain.data.registry import load_dataset
+from fedtrain.results import _atomic_write_text
 
 __all__ = ["SCALES", "experiment_configs", "run_experiment", "load_results", "save_results", "ClaimCheck", "check_claims",
            "best_ratio"]
@@ -88,10 +90,7 @@ def run_experiment(configs: Iterable[FedHDPConfig], store: str | Path | None = N
     ``store``: a folder; each finished run is written there atomically (``<key>.json``) and skipped when
     present, so an interrupted experiment resumes.
     """
-    from fedtrain.data.registry import load_dataset
     from fedtrain.fedhdp.trainer import train
-    from fedtrain.results import _atomic_write_text
-
     folder = None if store is None else Path(store)
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
@@ -128,8 +127,6 @@ def load_results(store: str | Path) -> list[dict]:
 
 def save_results(rows: Sequence[dict], path: str | Path, *, scale: str, command: str) -> None:
     """Write ``rows`` (without per-round curves) to one JSON file with the scale and the command that made them."""
-    from fedtrain.results import _atomic_write_text
-
     slim = [{k: v for k, v in r.items() if k not in ("curve", "curve_rounds")} for r in rows]
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     _atomic_write_text(Path(path), json.dumps({"scale": scale, "command": command, "runs": slim}))

@@ -6,6 +6,7 @@ from typing import Sequence
 import numpy as np
 
 from fedtrain.encoding import decode_float
+from fedtheory.linear_regression import numeric as nm
 
 __all__ = ["plot_accuracy_vs_ratio", "plot_theory_link"]
 
@@ -61,8 +62,6 @@ def plot_theory_link(c):
     fig, (a, b) = plt.subplots(1, 2, figsize=(10.4, 3.8))
     a.errorbar(c.ratios, c.server_measured, yerr=2 * c.server_se, fmt="o", capsize=3, label="trained (± 2 SE)")
     rr = np.geomspace(c.ratios.min(), c.ratios.max(), 100)
-    from fedtheory.linear_regression import numeric as nm
-
     a.plot(rr, [nm.server_error(r, c.N1, c.N2, c.alpha2, c.tau2, 0.0, c.gamma2) for r in rr], label="closed form σ_s²(r)")
     a.axvline(c.r_star, color="k", ls=":", label=f"r* = {c.r_star:.3f}")
     a.set_xscale("log")

@@ -25,6 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedtrain.data.base import FederatedData
+from fedtheory.linear_regression import numeric as nm
+from fedtheory.linear_regression.privacy_level import gamma2_of_noise_multiplier
+from fedtrain.data.gaussian import gaussian_linear_regression
+from fedtrain.fedhdp.config import FedHDPConfig
 
 __all__ = ["linreg_opt_out_data", "LinRegComparison", "compare_with_theory"]
 
@@ -32,8 +36,6 @@ __all__ = ["linreg_opt_out_data", "LinRegComparison", "compare_with_theory"]
 def linreg_opt_out_data(N: int, N_np: int, *, n: int = 50, dim: int = 10, tau: float = 0.5, sigma: float = 2.0,
                         seed: int = 0) -> FederatedData:
     """The theory's data (``gaussian-linreg``) with the first ``N_np`` clients opted out of DP."""
-    from fedtrain.data.gaussian import gaussian_linear_regression
-
     if not 1 <= int(N_np) < int(N):
         raise ValueError(f"N_np must lie in [1, N-1] so that both privacy groups have clients (got N_np={N_np}, N={N})")
     d = gaussian_linear_regression(num_silos=int(N), n=int(n), dim=int(dim), tau=float(tau), sigma=float(sigma),
@@ -72,9 +74,6 @@ def compare_with_theory(*, N: int = 20, N_np: int = 4, n: int = 50, dim: int = 1
                         ratios=(0.05, 0.1, 0.2, 0.4, 0.7, 1.0), lams=(0.1, 0.3, 1.0, 3.0, 10.0), reps: int = 40,
                         seed: int = 0) -> LinRegComparison:
     """Train the module's setting on ``reps`` fresh datasets per point and return measured vs closed-form errors."""
-    from fedtheory.linear_regression import numeric as nm
-    from fedtheory.linear_regression.privacy_level import gamma2_of_noise_multiplier
-    from fedtrain.fedhdp.config import FedHDPConfig
     from fedtrain.fedhdp.trainer import train
 
     N1, N2 = int(N_np), int(N) - int(N_np)

@@ -36,6 +36,8 @@ from fedtrain.data.base import FederatedData
 from fedtrain.fedhdp.accounting import (CLIENT_ADJACENCY, UNACCOUNTED, check_group_delta,
                                         effective_noise_multiplier, group_epsilon, update_noise_multiplier)
 from fedtrain.fedhdp.config import METHOD_LABELS, FedHDPConfig
+from fedtrain.data.registry import load_dataset
+from fedtrain.encoding import encode
 
 #: Default bound on clients × parameters per vectorized local-training call (see :func:`train`'s ``client_chunk``;
 #: measured in ``benchmarks/bench_fedhdp_clients.py``).
@@ -253,8 +255,6 @@ class FedHDPResult:
         return METHOD_LABELS[self.config.method]
 
     def to_dict(self) -> dict:
-        from fedtrain.encoding import encode
-
         return encode({"config": self.config.to_dict(), "label": self.label, "metrics": self.metrics,
                        "privacy": self.privacy, "wall_time": self.wall_time, "never_sampled": self.never_sampled,
                        "curve_rounds": self.curve_rounds, "curve": self.curve, "data": self.data,
@@ -309,8 +309,6 @@ def train(config: FedHDPConfig, data: FederatedData | None = None, *, keep_model
     accountant's range, dataset fit) happens before the first round; ValueErrors name the argument.
     Seeded: the same config and data give the same numbers on the same machine.
     """
-    from fedtrain.data.registry import load_dataset
-
     if not isinstance(config, FedHDPConfig):
         raise ValueError(f"config must be a FedHDPConfig (got {type(config).__name__})")
     if data is None:

@@ -36,7 +36,7 @@ class Method:
     def privacy_plan(self) -> ledger.PrivacyPlan:
         """DP-SGD steps (and private selections) every silo will run; the same for all S configurations."""
         c = self.cfg
-        return ledger.PrivacyPlan(self.tr.m * c.rounds * (c.local_epochs + self.extra_epochs_per_round))
+        return ledger.silo_privacy_plan(self.tr.n, c.batch_size, c.rounds, c.local_epochs + self.extra_epochs_per_round)
 
     def selection_eps(self, i: int) -> np.ndarray:
         """Per-silo ε of one private selection of configuration ``i`` (0: the method makes none)."""

@@ -70,7 +70,7 @@ class IFCA(Method):
     def privacy_plan(self) -> ledger.PrivacyPlan:
         """DP-SGD steps as every method, plus ``selections`` exponential-mechanism selections per silo."""
         base = super().privacy_plan()
-        return ledger.PrivacyPlan(base.dpsgd_steps, np.full(self.tr.K, self.selections))
+        return ledger.PrivacyPlan(base.dpsgd_steps, np.full(self.tr.K, self.selections), base.sample_rates)
 
     def extras(self, i):
         return {"clusters": self.assign[i].cpu().numpy().tolist(), "selections": self.selections,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fedtrain.params import param, validate_fields
+from fedtrain.encoding import encode
 
 __all__ = ["MethodOptions", "NoOptions", "FinetuneOptions", "ProxOptions", "DittoOptions", "IFCAOptions",
            "IFCAMRMTLOptions", "PROX_MODES"]
@@ -28,8 +29,6 @@ class MethodOptions:
         validate_fields(self)
 
     def to_dict(self) -> dict:
-        from fedtrain.encoding import encode
-
         return {name: encode(getattr(self, name)) for name in self.__dataclass_fields__}
 
 
