@@ -195,7 +195,7 @@ def checks():
         compare("Table 4, heterogeneous data, homogeneous privacy: λ*_p (DP-FedAvg+Ditto)",
                 lam_p_homog_priv, Nn * a2 / (Nn * t2 + Nn * g)),
         compare("Table 4, homogeneous data, homogeneous privacy: λ*_p as printed",
-                lam_p_homog_priv.subs(t2, 0), 1 / g, note="typo: should be α²/γ²"),
+                lam_p_homog_priv.subs(t2, 0), 1 / g, note="typo: should be ξ²/γ²"),
         compare("Table 4, homogeneous data, homogeneous privacy: λ*_p corrected",
                 lam_p_homog_priv.subs(t2, 0), a2 / g),
     ]

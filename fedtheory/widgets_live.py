@@ -134,7 +134,7 @@ var Vopt = F.lr_server_error_opt.apply(null, a), V1 = F.lr_server_error.apply(nu
 var dp = F.lr_server_error_opt(0, p.N, p.alpha2, p.tau2, 0, p.gamma2 * n_p / p.N);
 return {
   panels: [{x: x, y: [V, U.marker(x, rs, Vopt), U.marker(x, 1, V1), U.constant(x, dp)],
-            title: "N = " + p.N + " (" + n_np + " opt out), α² = " + p.alpha2 + ", τ² = " + p.tau2 + ", γ² = " + p.gamma2}],
+            title: "N = " + p.N + " (" + n_np + " opt out), ξ² = " + p.alpha2 + ", τ² = " + p.tau2 + ", γ² = " + p.gamma2}],
   values: {n_np: n_np, n_p: n_p, r: x, server_error: V, r_star: rs, server_error_opt: Vopt, server_error_r1: V1,
            dp_fedavg: dp},
   readout: "FedHDP: r* = " + U.fmt(rs) + ", σ_s²(r*) = " + U.fmt(Vopt) + ";  HDP-FedAvg (r = 1): " + U.fmt(V1) +
@@ -165,9 +165,9 @@ var lp = g.map(function (v) { return F.lr_lambda_star_2(n_np, n_p, p.alpha2, p.t
 var ldp = g.map(function (v) { return F.lr_lambda_star_2(0, p.N, p.alpha2, p.tau2, 0, v * n_p / p.N); });
 return {
   panels: [{x: g, y: [lnp, lp, ldp],
-            title: "N = " + p.N + " (" + n_np + " opt out), α² = " + p.alpha2 + ", τ² = " + p.tau2}],
+            title: "N = " + p.N + " (" + n_np + " opt out), ξ² = " + p.alpha2 + ", τ² = " + p.tau2}],
   values: {n_np: n_np, n_p: n_p, gamma2: g, lambda_np: lnp, lambda_p: lp, lambda_dp_fedavg: ldp},
-  readout: (n_np > 0 ? "λ*_np = α²/τ² = " + U.fmt(lnp[0]) + " at every γ²; " : "no client opts out at this ρ_np; ") +
+  readout: (n_np > 0 ? "λ*_np = ξ²/τ² = " + U.fmt(lnp[0]) + " at every γ²; " : "no client opts out at this ρ_np; ") +
            "λ*_p falls from " + U.fmt(lp[0]) + " (γ² = 0.001) to " + U.fmt(lp[lp.length - 1]) + " (γ² = 100)"
 };
 """
@@ -213,7 +213,7 @@ var panels = [], values = {n_np: n_np, n_p: n_p}, texts = [];
   panels.push({x: x, y: ys.concat(marks), title: pc[2] + (pc[1] === null ? " (" + texts.slice(-2).join("; ") + ")" : "")});
 });
 return {panels: panels, values: values,
-  readout: "One client: N = " + p.N + " (besides this client, " + n_np + " opted out), α² = " + p.alpha2 +
+  readout: "One client: N = " + p.N + " (besides this client, " + n_np + " opted out), ξ² = " + p.alpha2 +
            ", τ² = " + p.tau2 + ", γ² = " + p.gamma2 + ".  Best λ staying private: " +
            U.fmt(values.rstar_private_best_lambda) + " (FedHDP), " + U.fmt(values.r1_private_best_lambda) +
            " (r = 1); opting out: " + U.fmt(values.rstar_opted_out_best_lambda) + " (FedHDP), " +
@@ -280,7 +280,7 @@ LIVE_FIGURES: dict[str, LiveFigure] = {f.name: f for f in [
         ("lr_lambda_star_1", "lr_lambda_star_2"),
         _FEDHDP_LAMBDAS_JS,
         ({"xlabel": "privacy noise γ² (log scale)", "ylabel": "optimal λ (log scale)", "xlog": True, "ylog": True,
-          "series": [{"label": "λ*_np = α²/τ² (non-private client)", "color": _C["green"]},
+          "series": [{"label": "λ*_np = ξ²/τ² (non-private client)", "color": _C["green"]},
                      {"label": "λ*_p (private client, FedHDP)", "color": _C["red"], "width": 2},
                      {"label": "λ* of DP-FedAvg+Ditto (all private)", "color": _C["gray"], "dash": [8, 4]}]},),
         "λ*_np and λ*_p (FedHDP, r = r*, eq. 47) against the privacy noise γ², with DP-FedAvg+Ditto's λ*.",

@@ -22,8 +22,8 @@ Checks per page (``KINDS``):
 All but ``overflow`` are read from the HTML with BeautifulSoup; only ``overflow`` needs the browser.
 
 :data:`ALLOWED` is the explicit allow-list: for each page, the kinds of problem it may still have, with the
-reason.  It names only pages whose chapters were outside this round of work, and only the kinds they failed
-on when it was written; every other page must be clean.  Shrink it as chapters are fixed: ``--strict`` ignores
+reason.  It names only the kinds a page still fails on, with what fixing them needs; every other page must be
+clean.  Shrink it as chapters are fixed: ``--strict`` ignores
 it and shows everything that is left.
 """
 from __future__ import annotations
@@ -40,18 +40,14 @@ SKIP_DIRS = {"_static", "_sources", "_images", "_vendor", "_sphinx_design_static
 # Sphinx's generated pages (search, index) and the API pages' highlighted module sources
 SKIP_PAGES = {"search.html", "genindex.html", "py-modindex.html"}
 
-#: page -> {kind: reason}: problems a page may still have.  Only chapters owned by other work this round.
-_OTHER_ROUND = "chapter revised in another branch this round; its figures, tables and outputs are fixed there"
+#: page -> {kind: reason}: problems a page may still have, each with what it would take to fix it.
+_WIDE_SYMPY = ("derived sympy expressions (App. E.5; the derived-vs-printed check tables) wider than the column at "
+               "1,280 px: they need breaking by hand or the proof/verification split of the chapter")
 ALLOWED: dict[str, dict[str, str]] = {
-    "book/privacy_primer.html": {"caption": _OTHER_ROUND, "overflow": _OTHER_ROUND},
-    "book/mean_estimation.html": {"caption": _OTHER_ROUND, "overflow": _OTHER_ROUND, "table-tex": _OTHER_ROUND},
-    "book/fedhdp_theory.html": {"overflow": _OTHER_ROUND},
-    "book/tuning_cost.html": {"caption": _OTHER_ROUND, "overflow": _OTHER_ROUND},
-    "book/secagg.html": {"caption": _OTHER_ROUND, "overflow": _OTHER_ROUND},
-    "book/lambda_advisor.html": {"caption": _OTHER_ROUND},
-    "book/fedhdp_practice.html": {"caption": _OTHER_ROUND, "overflow": _OTHER_ROUND, "raw-float": _OTHER_ROUND,
-                                  "zero-spread": _OTHER_ROUND},
-    "book/deep_models.html": {"caption": _OTHER_ROUND, "zero-spread": _OTHER_ROUND},
+    "book/mean_estimation.html": {"overflow": _WIDE_SYMPY},
+    "book/fedhdp_theory.html": {"overflow": _WIDE_SYMPY},
+    "book/fedhdp_practice.html": {"overflow": "the paper-format result tables (fedtrain.fedhdp.tables.format_table) have "
+                                              "9-10 columns; they need splitting"},
 }
 
 _TEX_NAMES_ONLY = re.compile(r"\\[A-Za-z]+|\$|(?<![A-Za-z])(?:h?varepsilon|mathrm|mathcal|mathbb|frac|sqrt|cdot"

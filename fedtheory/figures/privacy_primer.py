@@ -46,11 +46,11 @@ def plot_epsilon_vs_noise_and_steps(sample_rate: float = 0.01, steps: int = 1000
             label += " (not shown beyond its range)"
         ax1.plot(sigmas, top, marker=marker, color=color, label=label)
         ax2.plot(step_grid, bottom, marker=marker, color=color, label=label)
-    ax1.set(xscale="log", yscale="log", xlabel="noise multiplier σ (noise std / clipping norm)",
+    ax1.set(xscale="log", yscale="log", xlabel="noise multiplier z (noise std / clip norm C)",
             ylabel=f"ε at δ = {delta:g}")
     ax1.set_title(f"T = {steps} steps, q = {sample_rate:g}", fontsize=10)
     ax2.set(xscale="log", yscale="log", xlabel="DP-SGD steps T", ylabel=f"ε at δ = {delta:g}")
-    ax2.set_title(f"σ = {noise_multiplier:g}, q = {sample_rate:g}", fontsize=10)
+    ax2.set_title(f"z = {noise_multiplier:g}, q = {sample_rate:g}", fontsize=10)
     from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
     plain = FuncFormatter(lambda v, _: f"{v:g}")

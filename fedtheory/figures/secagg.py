@@ -1,8 +1,8 @@
 """Figures for the chapter "Secure aggregation with local steps" (Heikkilä 2025, Thms 4.6-4.7).
 
-Per-client, per-step noise multiplier σ_j under the four calibrations of
+Per-client, per-step noise multiplier z_j under the four calibrations of
 :mod:`fedtheory.privacy.secagg`, against the number of local steps S and the number of clients M.
-The accountant's answer depends on (S, R, q, ε, δ) only through σ_total (and, for the naive
+The accountant's answer depends on (S, R, q, ε, δ) only through z_total (and, for the naive
 calibration, through the per-round multiplier, which does not depend on S or M); the dependence on M
 is the exact factor of :func:`~fedtheory.privacy.secagg.noise_share`.  Calibrations are memoised in
 memory (``functools.lru_cache``) so sliders over M are instant.
@@ -26,9 +26,9 @@ __all__ = ["FMNIST", "noise_curves", "plot_noise_vs_steps", "plot_widget"]
 #: per client (one epoch = 11 steps), target (1, 1e-5), add/remove adjacency, sample-level DP.
 FMNIST = dict(M=10, R=20, S=11, sample_rate=512 / 5600, eps=1.0, delta=1e-5)
 
-LABELS = {"ddp": r"DDP, honest clients ($\sigma_{total}/\sqrt{M}$)",
-          "ddp_hbc": r"DDP, curious clients ($\sigma_{total}/\sqrt{M-1}$)",
-          "ldp": r"local DP only ($\sigma_{total}$)", "naive": "naive DDP (sensitivity S·C per round)"}
+LABELS = {"ddp": r"DDP, honest clients ($z_{total}/\sqrt{M}$)",
+          "ddp_hbc": r"DDP, curious clients ($z_{total}/\sqrt{M-1}$)",
+          "ldp": r"local DP only ($z_{total}$)", "naive": "naive DDP (sensitivity S·C per round)"}
 COLORS = {"ddp": "tab:green", "ddp_hbc": "tab:olive", "ldp": "tab:blue", "naive": "tab:red"}
 STYLES = {"rdp": "-", "pld": "--", "prv": ":"}
 MARKERS = {"rdp": "o", "pld": "s", "prv": "^"}
@@ -45,7 +45,7 @@ def _z(calibration: str, S: int, R: int, q: float, eps: float, delta: float, acc
 
 def noise_curves(M: int, S_values: Sequence[int], R: int, sample_rate: float, eps: float, delta: float,
                  accountant: str = "rdp", calibrations=CALIBRATIONS) -> dict[str, np.ndarray]:
-    """σ_j for each calibration over ``S_values`` (equals :func:`~fedtheory.privacy.secagg.per_client_noise`)."""
+    """z_j for each calibration over ``S_values`` (equals :func:`~fedtheory.privacy.secagg.per_client_noise`)."""
     out = {}
     for c in calibrations:
         out[c] = np.array([_z(c, int(S), int(R), float(sample_rate), float(eps), float(delta), accountant)
@@ -64,7 +64,7 @@ def _panel_vs_S(ax, M, S_values, R, q, eps, delta, accountants, calibrations=CAL
     _plain_log_ticks(ax.xaxis, S_values)
     _plain_log_ticks(ax.yaxis)
     ax.set_xlabel("local steps per round S")
-    ax.set_ylabel(r"per-client, per-step noise multiplier $\sigma_j$")
+    ax.set_ylabel(r"per-client, per-step noise multiplier $z_j$")
     ax.grid(True, which="both", alpha=0.3)
 
 
@@ -91,7 +91,7 @@ def plot_noise_vs_steps(M: int = FMNIST["M"], R: int = FMNIST["R"], sample_rate:
                         eps: float = FMNIST["eps"], delta: float = FMNIST["delta"],
                         S_values: Sequence[int] = (1, 2, 4, 11, 22, 44), accountants=("rdp", "pld", "prv"),
                         prv_S_values: Sequence[int] = (1, 11)) -> plt.Figure:
-    """Static figure: σ_j against S for the four calibrations and the given accountants.
+    """Static figure: z_j against S for the four calibrations and the given accountants.
 
     PRV calibrations take seconds each, so the PRV accountant is evaluated only at ``prv_S_values``.
     """
@@ -112,7 +112,7 @@ def plot_noise_vs_steps(M: int = FMNIST["M"], R: int = FMNIST["R"], sample_rate:
 
 def plot_widget(M: int = 10, S: int = 11, eps: float = 1.0, accountant: str = "rdp", R: int = 20,
                 sample_rate: float = FMNIST["sample_rate"], delta: float = 1e-5) -> plt.Figure:
-    """Two stacked panels for the sliders: σ_j against S (at M, top) and against M (at S, bottom), one
+    """Two stacked panels for the sliders: z_j against S (at M, top) and against M (at S, bottom), one
     accountant; one legend under both; sized for a ~7 in text column."""
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(7, 8.5))
     S_values = sorted({1, 2, 4, 8, 16, 32, int(S)})
@@ -129,7 +129,7 @@ def plot_widget(M: int = 10, S: int = 11, eps: float = 1.0, accountant: str = "r
     _plain_log_ticks(a2.xaxis, [2, 5, 10, 20, 50, 100])
     _plain_log_ticks(a2.yaxis)
     a2.set_xlabel("clients per round M")
-    a2.set_ylabel(r"per-client, per-step noise multiplier $\sigma_j$")
+    a2.set_ylabel(r"per-client, per-step noise multiplier $z_j$")
     a2.set_title(f"S = {S} local steps", fontsize=10)
     a2.grid(True, which="both", alpha=0.3)
     # one legend under both panels: inside a panel it would cover the curves that cross it

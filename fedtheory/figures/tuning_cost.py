@@ -3,13 +3,13 @@
 Mean estimation (Sec. 6): K silos of n points, data noise σ, heterogeneity τ, each silo releases its
 clipped sum once with the Gaussian mechanism, noise std ``σ_DP = c·z`` (clip c, noise multiplier z).
 *Untuned*: z meets (ε, δ) for one release.  *Tuned*: z meets (ε, δ) for the whole random-repetition
-tuning procedure (h ~ TNB(η, γ) or Poisson with E[h] runs), recalibrated by
+tuning procedure (h ~ TNB(ν, γ) or Poisson with E[h] runs), recalibrated by
 :func:`fedtheory.privacy.tuning.tuned_noise_multiplier`.  The error of MR-MTL(λ) is Lemma 6.7
 (:func:`fedtheory.mean_estimation.mse`); the simulation is :func:`fedtheory.mean_estimation.simulate`
 (no clipping, Assumption E.2; the paper's simulator clips at c = 1, a ~1 % bias).
 
 Calibration: ``bound="tight"`` (default) calibrates every scheme as tightly as its theorem allows (untuned:
-exact analytic-Gaussian profile; TNB: Thm F.2 with the Gaussian's exact RDP and continuous λ̂; Poisson: P&S
+exact analytic-Gaussian profile; TNB: Thm F.2 with the Gaussian's exact RDP and continuous α̂ (the extra RDP order); Poisson: P&S
 Thm 6 with the exact δ̂), ``bound="rdp"`` everything from RDP as the paper's code; see
 :mod:`fedtheory.privacy.tuning`.  The empirical-Bayes plug-in λ̂ (:mod:`fedtheory.mean_estimation.empirical_bayes`)
 is post-processing of the untuned releases, so it uses the untuned noise.
@@ -56,12 +56,12 @@ class Setting:
 
 
 def pretty_label(label: str) -> str:
-    """Reader-facing form of a setting's key: ``"Tuned, TNB eta=0"`` → ``"Tuned, TNB η=0"``.
+    """Reader-facing form of a setting's key: ``"Tuned, TNB eta=0"`` → ``"Tuned, TNB ν=0"``.
 
     Keys (``Setting.label``, :func:`fedtheory.privacy.tuning.calibration_table` labels) stay ASCII so that
     code can index by them; legends and tables show this form.
     """
-    return label.replace("eta=", "η=").replace("mu=", "μ=")
+    return label.replace("eta=", "ν=").replace("mu=", "μ=")
 
 
 def _settings_for(etas, poisson, eps, delta, mean_runs):
@@ -78,7 +78,7 @@ def curves(tau: float, *, eps: float = 0.25, delta: float = 1e-5, mean_runs: flo
            bound: str = "tight") -> list[Setting]:
     """Error curves (closed form, and a simulation if ``trials`` > 0) for non-private, untuned and tuned.
 
-    First entry is non-private (σ_DP = 0), second the untuned private run, then one per η and Poisson.
+    First entry is non-private (σ_DP = 0), second the untuned private run, then one per ν and Poisson.
     ``bound`` selects the calibration (``"tight"`` or ``"rdp"``, see the module docstring).
     """
     lambdas = np.asarray(lambdas, dtype=float)
@@ -232,28 +232,28 @@ def plot_fig7(taus: Sequence[float] = PAPER["taus"], *, trials: int = 500, seed:
 
 
 def plot_widget(tau: float = 0.08, eps: float = 0.25, mean_runs: float = 10.0, eta: float = 0.0) -> plt.Figure:
-    """One panel for the sliders: non-private, untuned, TNB(η) and Poisson at the same E[h] (closed form)."""
+    """One panel for the sliders: non-private, untuned, TNB(ν) and Poisson at the same E[h] (closed form)."""
     settings = curves(tau, eps=eps, mean_runs=mean_runs, etas=(eta,))
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
     s2 = float(local_variance(0.16, 200, (settings[1].z or 0.0) ** 2))
     plot_panel(ax, settings, tau, show_sim=False, plugin_error=plugin_mse(s2, tau**2, 20))
     lam_star = optimal_lambda(s2, tau**2)
     ax.axvline(lam_star, color="tab:red", lw=0.8, alpha=0.5)
-    ax.set_title(f"τ={tau:g}, ε={eps:g}, E[h]={mean_runs:g}, η={eta:g}: "
+    ax.set_title(f"τ={tau:g}, ε={eps:g}, E[h]={mean_runs:g}, ν={eta:g}: "
                  f"z untuned {settings[1].z:.1f}, TNB {settings[2].z:.1f}, Poisson {settings[3].z:.1f}", fontsize=9)
     fig.tight_layout()
     return fig
 
 
 def plot_run_distributions(mean_runs: float = 10.0, etas: Sequence[float] = PAPER["etas"], hmax: int = 40) -> plt.Figure:
-    """PMFs of the number of runs h: TNB(η, γ) for each η (γ solved for E[h]) and Poisson(E[h])."""
+    """PMFs of the number of runs h: TNB(ν, γ) for each ν (γ solved for E[h]) and Poisson(E[h])."""
     h = np.arange(0, hmax + 1)
     fig, ax = plt.subplots(figsize=(7, 4))
     cmap = plt.get_cmap("viridis")
     for k, eta in enumerate(etas):
         g = tnb_gamma(mean_runs, eta)
         ax.plot(h, tnb_pmf(h, eta, g), "o-", ms=3, color=cmap(0.9 * k / max(len(etas) - 1, 1)),
-                label=f"TNB η={eta:g} (γ={g:.3g})")
+                label=f"TNB ν={eta:g} (γ={g:.3g})")
     ax.plot(h, poisson_pmf(h, mean_runs), "s--", ms=3, color="tab:orange", label=f"Poisson μ={mean_runs:g}")
     ax.set_yscale("log")
     ax.set_ylim(1e-5, 1)

@@ -43,7 +43,7 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 # symbols
 N1, N2 = sp.symbols("N_1 N_2", positive=True)
-alpha2 = sp.Symbol("alpha^2", positive=True)
+alpha2 = sp.Symbol("xi^2", positive=True)  # the paper's α²; the book writes ξ² (α is the RDP order)
 tau2 = sp.Symbol("tau^2", positive=True)
 gamma1_2 = sp.Symbol("gamma_1^2", positive=True)
 gamma2_2 = sp.Symbol("gamma_2^2", positive=True)
@@ -308,14 +308,14 @@ def local_checks() -> list[Check]:
                     P["lambda*(47)"]),
             compare(f"λ* (47) by minimising the client's error, {tag}", optimal_lambda_symbolic(g),
                     P["lambda*(47)"]),
-            compare(f"λ* compact form α²T/(τ²T + N_gγ_g²/σ_pg²), {tag}", P["lambda compact"],
+            compare(f"λ* compact form ξ²Ω/(τ²Ω + N_gγ_g²/σ_pg²), {tag}", P["lambda compact"],
                     P["lambda*(47)"]),
             compare(f"min over λ of the client's error = Σ_θ* (41) at r* (free σ_pg²), {tag}",
                     fa.error.subs(lam, Pa["lambda compact"]).subs(r, s_p1 / s_p2),
                     Pa["Sigma_theta(41)"]),
         ]
     lam_np = optimal_lambda_symbolic(1).subs(gamma1_2, 0)
-    out.append(compare("non-private client (γ_1² = 0): λ* = 1/Υ² = α²/τ²", lam_np, alpha2 / tau2))
+    out.append(compare("non-private client (γ_1² = 0): λ* = 1/Υ² = ξ²/τ²", lam_np, alpha2 / tau2))
     return out
 
 

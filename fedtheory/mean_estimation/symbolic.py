@@ -220,7 +220,7 @@ def error_curve() -> dict[str, sp.Expr]:
 
 @lru_cache(maxsize=None)
 def theorem_6_3() -> dict[str, sp.Expr]:
-    """Theorem 6.3: λ* twice, by matching α(λ) with the posterior weight and by minimizing E(λ)."""
+    """Theorem 6.3: λ* twice, by matching the weight a(λ) (the paper's α) with the posterior weight and by minimizing E(λ)."""
     a = lemma_6_1()["alpha"]
     post = lemma_6_2()
     match = sp.solve(sp.Eq(a, post["mu_weight_local"]), lam)
@@ -317,14 +317,14 @@ def checks() -> list[Check]:
     out = [
         compare("Eq. (5) σ_loc²", lv["homogeneous"], p["eq5_local_variance"], **kw),
         compare("Lemma 6.1 minimizer", l61["minimizer"], p["L6.1_minimizer"], **kw),
-        compare("Lemma 6.1 α", l61["alpha"], p["L6.1_alpha"], **kw),
-        compare("Lemma 6.1 weight on ŵ_\\k is 1 − α", l61["one_minus_alpha"], 1 - p["L6.1_alpha"], **kw),
+        compare("Lemma 6.1 weight a", l61["alpha"], p["L6.1_alpha"], **kw),
+        compare("Lemma 6.1 weight on ŵ₋ₖ is 1 − a", l61["one_minus_alpha"], 1 - p["L6.1_alpha"], **kw),
         compare("Lemma 6.1 via joint objective (18), K = 3", joint[3]["derived"], joint[3]["printed"]),
         compare("Lemma 6.1 via joint objective (18), K = 4", joint[4]["derived"], joint[4]["printed"]),
-        compare("Lemma 6.2 Var(ŵ_\\k − w_k) (eqs. 29-30)", l62["V"], p["L6.2_V"], **kw),
+        compare("Lemma 6.2 Var(ŵ₋ₖ − w_k) (eqs. 29-30)", l62["V"], p["L6.2_V"], **kw),
         compare("Lemma 6.2 σ_w²", l62["sigma_w2"], p["L6.2_sigma_w2"], **kw),
         compare("Lemma 6.2 μ_k", l62["mu"], p["L6.2_mu"], **kw),
-        compare("Theorem 6.3 λ* (matching α with the posterior)", t63["by_matching"], p["T6.3_lambda_star"], **kw),
+        compare("Theorem 6.3 λ* (matching a with the posterior)", t63["by_matching"], p["T6.3_lambda_star"], **kw),
         compare("Theorem 6.3 λ* (minimizing E(λ))", t63["by_minimizing"], p["T6.3_lambda_star"], **kw),
         compare("Theorem 6.3 λ* = (σ² + σ_DP²/n)/(nτ²)", t63["expanded"], p["T6.3_lambda_star_expanded"], **kw),
         compare("Corollary 6.4 E* = E(λ*)", c64["E_star"], p["C6.4_E_star"], **kw),
@@ -343,7 +343,7 @@ def checks() -> list[Check]:
         compare("App. E.5 eq. (39) as printed (n for n_k)", lv["heterogeneous"], p["E5_eq39_local_variance"],
                 note="typo: the silo-specific n_k is meant", **kw),
         compare("App. E.5 eq. (39) corrected (n_k)", lv["heterogeneous"], p["E5_eq39_corrected"], **kw),
-        compare("App. E.5 Var(ŵ_\\k − w_k) (eqs. 40-43)", het["V_k"], p["E5_V_k"], **kw),
+        compare("App. E.5 Var(ŵ₋ₖ − w_k) (eqs. 40-43)", het["V_k"], p["E5_V_k"], **kw),
         compare("Lemma E.4 σ̄_k²", het["sigma_bar2"], p["E4_sigma_bar2"], **kw),
         compare("Lemma E.4 μ̄_k", het["mu_bar"], p["E4_mu_bar"], **kw),
         compare("Theorem E.5 λ*_k (eq. 47, first form)", het["lambda_star"], p["E5_lambda_star"], **kw),
