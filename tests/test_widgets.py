@@ -52,7 +52,11 @@ def build_notebook_widget(name: str, index: int) -> FigureWidget:
     tree = ast.parse(nb.cells[index].source)
     *body, last = tree.body
     exec(compile(ast.Module(body=body, type_ignores=[]), name, "exec"), namespace)
-    widget = eval(compile(ast.Expression(last.value), name, "eval"), namespace)
+    shown = last.value
+    # a captioned widget is handed to a MyST figure by `glue(name, widget)`: the widget is its second argument
+    if isinstance(shown, ast.Call) and getattr(shown.func, "id", None) == "glue" and len(shown.args) >= 2:
+        shown = shown.args[1]
+    widget = eval(compile(ast.Expression(shown), name, "eval"), namespace)
     assert isinstance(widget, FigureWidget)
     return widget
 
