@@ -9,21 +9,8 @@ from fedtheory.privacy.silos import (PrivacyPlan, silo_noise_multipliers, silo_p
                                      silo_steps)
 from fedtrain import ledger
 from fedtrain.advise import predict
-from fedtrain.config import RunConfig
 from fedtrain.engine import run
-from fedtrain.testing import tiny_federated
-
-
-@pytest.fixture(scope="module")
-def data():
-    return tiny_federated("regression", num_silos=5, dim=3, n_range=(20, 90), seed=11)
-
-
-def cfg(method="mrmtl", **kw):
-    base = dict(dataset="tiny", method=method, eps=2.0, delta=1e-4, lam=0.3, lr=0.05, rounds=4, batch_size=8,
-                num_clusters=2)
-    base.update(kw)
-    return RunConfig(**base)
+from tests.test_fedtrain_ledger import cfg, data  # noqa: F401  (the ledger tests' tiny silos and config)
 
 
 def test_the_plan_counts_steps_and_rates_as_the_paper_code():
