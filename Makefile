@@ -20,13 +20,14 @@ venv:
 ## (tools/book_lint.py: captions, TeX in tables, overflow at 1,280 px, paths and raw floats) on it.
 ## Each notebook is executed once: nbval runs it (static widget frames included) and stores the executed
 ## notebook in the book's jupyter-cache (tools/nbval_cache.py); the build (execute_notebooks: cache)
-## renders those outputs and executes only a notebook whose code changed since.
+## renders those outputs and executes only a notebook whose code changed since.  The unit tests and nbval
+## run on both cores (pytest-xdist; nbval by notebook, --dist loadfile).
 NB_CACHE := _build/.jupyter_cache
 test: venv
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n 2 tests
 	$(PY) -m pytest -q --doctest-modules fedtheory fedtrain
 	rm -rf $(NB_CACHE)
-	FEDBOOK_NB_CACHE=$(NB_CACHE) $(PY) -m pytest -q -p tools.nbval_cache --nbval-lax --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg book
+	FEDBOOK_NB_CACHE=$(NB_CACHE) $(PY) -m pytest -q -n 2 --dist loadfile -p tools.nbval_cache --nbval-lax --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg book
 	@start=$$(date +%s); $(VENV)/bin/jupyter-book build . -W -n --keep-going && echo "book build: $$(( $$(date +%s) - start )) s"
 	FEDBOOK_BROWSER_BOOK=_build/html $(PY) -m pytest -q tests/test_browser_book.py tests/test_book_lint.py
 
