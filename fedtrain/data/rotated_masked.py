@@ -30,7 +30,7 @@ Three sources (:data:`fedtrain.data.registry.DATASETS`):
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -225,13 +225,21 @@ def rotated_masked_mnist(
     Reads the MNIST files with :func:`fedtrain.data.images.load_mnist` (``data_dir``, ``verify``,
     ``checksums``) and builds the silos with :func:`make_rotated_masked` (options there).  ``real=True``.
     """
-    _validate_common(num_silos, num_groups, mask_ratio)  # bad options fail before any file is read
-    arrays = load_mnist(data_dir, verify=verify, checksums=checksums)
+    return _rotated_masked_from_files("rotated-masked-mnist", load_mnist, data_dir, verify, checksums, (),
+                                      num_silos=num_silos, train_per_silo=train_per_silo, test_per_silo=test_per_silo,
+                                      num_groups=num_groups, mask_ratio=mask_ratio, seed=seed, mask_seed=mask_seed)
+
+
+def _rotated_masked_from_files(name: str, load: Callable[..., Any], data_dir, verify: bool,
+                               checksums: Mapping[str, str] | None, drop_info: tuple[str, ...],
+                               **options: Any) -> FederatedData:
+    """The real-file rotated & masked datasets: check the options, read the four IDX files with ``load``, build
+    the silos with :func:`make_rotated_masked`; the loader's info (files, checksums) less ``drop_info``."""
+    _validate_common(options["num_silos"], options["num_groups"], options["mask_ratio"])  # before any file is read
+    arrays = load(data_dir, verify=verify, checksums=checksums)
     return make_rotated_masked(
-        arrays.train_images, arrays.train_labels, arrays.test_images, arrays.test_labels,
-        name="rotated-masked-mnist", real=True, num_silos=num_silos, train_per_silo=train_per_silo,
-        test_per_silo=test_per_silo, num_groups=num_groups, mask_ratio=mask_ratio, seed=seed, mask_seed=mask_seed,
-        info={k: v for k, v in arrays.info.items()})
+        arrays.train_images, arrays.train_labels, arrays.test_images, arrays.test_labels, name=name, real=True,
+        info={k: v for k, v in arrays.info.items() if k not in drop_info}, **options)
 
 
 def rotated_masked_fashion(
@@ -255,13 +263,10 @@ def rotated_masked_fashion(
     as ``max(image, mask)`` followed by per-image min-max rescaling (:func:`make_rotated_masked`).
     ``train_per_silo`` may be lowered (each silo then holds a random part of its share).  ``real=True``.
     """
-    _validate_common(num_silos, num_groups, mask_ratio)  # bad options fail before any file is read
-    arrays = load_fashion_mnist(data_dir, verify=verify, checksums=checksums)
-    return make_rotated_masked(
-        arrays.train_images, arrays.train_labels, arrays.test_images, arrays.test_labels,
-        name="rotated-masked-fashion", real=True, num_silos=num_silos, train_per_silo=train_per_silo,
-        test_per_silo=test_per_silo, num_groups=num_groups, mask_ratio=mask_ratio, seed=seed, mask_seed=mask_seed,
-        info={k: v for k, v in arrays.info.items() if k != "paths"})
+    return _rotated_masked_from_files("rotated-masked-fashion", load_fashion_mnist, data_dir, verify, checksums,
+                                      ("paths",), num_silos=num_silos, train_per_silo=train_per_silo,
+                                      test_per_silo=test_per_silo, num_groups=num_groups, mask_ratio=mask_ratio,
+                                      seed=seed, mask_seed=mask_seed)
 
 
 def plot_silo_examples(data: FederatedData, silos=None, *, per_silo: int = 4, ax_size: float = 1.1):
