@@ -29,11 +29,11 @@ test: venv
 	rm -rf $(NB_CACHE)
 	FEDBOOK_NB_CACHE=$(NB_CACHE) $(PY) -m pytest -q -n 2 --dist loadfile -p tools.nbval_cache --nbval-lax --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg book
 	@start=$$(date +%s); $(VENV)/bin/jupyter-book build . -W -n --keep-going && echo "book build: $$(( $$(date +%s) - start )) s"
-	FEDBOOK_BROWSER_BOOK=_build/html $(PY) -m pytest -q tests/test_browser_book.py tests/test_book_lint.py
+	FEDBOOK_BROWSER_BOOK=_build/html $(PY) -m pytest -q tests/book/test_browser_book.py tests/book/test_book_lint.py
 
 ## the browser test and the book lint alone, on the book already in _build/html
 browser: venv
-	FEDBOOK_BROWSER_BOOK=_build/html $(PY) -m pytest -q tests/test_browser_book.py tests/test_book_lint.py
+	FEDBOOK_BROWSER_BOOK=_build/html $(PY) -m pytest -q tests/book/test_browser_book.py tests/book/test_book_lint.py
 
 unit: venv
 	$(PY) -m pytest -q tests

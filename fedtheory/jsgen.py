@@ -9,7 +9,7 @@ expression it comes from (module, function and key), the paper's equation, and t
 (``sympy.sstr``), so the provenance is readable in the page source.
 
 :data:`FUNCTIONS` lists every generated function by name; :func:`js_function` prints one,
-:func:`js_library` a set of them.  ``tests/test_jsgen.py`` runs the printed code with Node.js at random
+:func:`js_library` a set of them.  ``tests/book/test_jsgen.py`` runs the printed code with Node.js at random
 arguments and compares it with the numeric functions of :mod:`fedtheory` (written independently of
 the sympy derivations); the browser test does the same inside the built book.
 """

@@ -23,7 +23,7 @@ nothing, so no row is ever partial, and re-running the same sweep resumes from t
 
 Numbers: a batch runs the same :func:`~fedtrain.engine.run_many` call under either executor, so on
 the same machine (same CPU, same thread count) the rows are bit-identical
-(tests/test_fedtrain_ray.py); on other machines they agree up to float32 summation order.  Ray is
+(tests/store/test_fedtrain_ray.py); on other machines they agree up to float32 summation order.  Ray is
 imported only by :class:`RayExecutor` (``pip install 'fedbook[ray]'``).
 """
 from __future__ import annotations

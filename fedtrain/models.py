@@ -531,7 +531,7 @@ class ConvNetModel(FunctionalModel):
         """Per-example gradients ``(U, c, K, b, D)`` (the arguments of :meth:`FunctionalModel.per_example_grads`),
         from :meth:`_grad_parts`.  Equal to ``vmap(grad(...))`` (the generic path,
         :meth:`per_example_grads_func`) and to Opacus' ``grad_sample`` up to float32 rounding
-        (tests/test_fedtrain_convnet.py)."""
+        (tests/engine/test_fedtrain_convnet.py)."""
         U, c, K, D = theta.shape
         parts = self._grad_parts(theta, x, y, loss)
         return torch.cat(list(parts.values()), -1).reshape(U, c, K, x.shape[2], D)

@@ -1,6 +1,6 @@
 """Reference implementation: one Opacus ``PrivacyEngine`` per silo, written the way Opacus' tutorials do it.
 
-It exists to check :mod:`fedtrain.engine` (tests/test_fedtrain_engine_reference.py) and to time it
+It exists to check :mod:`fedtrain.engine` (tests/engine/test_fedtrain_engine_reference.py) and to time it
 (benchmarks/bench_engine.py); it is slow (a Python loop over silos and steps, Opacus hooks).  It
 shares nothing with the engine except :class:`~fedtrain.config.RunConfig`, the data and the
 sampling convention of :mod:`fedtrain.ledger` (``q_k = min(B, n_k)/n_k``, ``m_k = max(1, ⌊n_k/B⌋)``

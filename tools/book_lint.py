@@ -1,7 +1,7 @@
 """Lint the built HTML book for the defects a reader of a textbook should never meet.
 
 Usage: ``python tools/book_lint.py [_build/html] [--page PATH ...] [--no-browser] [--strict]``; exit status 1
-when a page has a problem that the allow-list does not cover.  ``tests/test_book_lint.py`` runs it on planted
+when a page has a problem that the allow-list does not cover.  ``tests/book/test_book_lint.py`` runs it on planted
 pages (each check must fail on its defect) and, with ``FEDBOOK_BROWSER_BOOK=_build/html``, on the built book
 (``make test``, after the build).
 

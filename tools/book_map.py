@@ -2,7 +2,7 @@
 
 Usage: ``python tools/book_map.py [OUT.svg]`` (default ``book/_static/reading_paths.svg``).  The chapters, the
 parts they sit in, which chapters each one builds on, and the two reading paths are data (:data:`CHAPTERS`,
-:data:`PRACTITIONER_PATH`); ``tests/test_book_map.py`` holds the data equal to ``_toc.yml`` and the committed
+:data:`PRACTITIONER_PATH`); ``tests/book/test_book_map.py`` holds the data equal to ``_toc.yml`` and the committed
 SVG equal to a fresh drawing, so a new chapter cannot be left off the map.
 """
 from __future__ import annotations

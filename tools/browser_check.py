@@ -1,8 +1,8 @@
 """Open every page of a built HTML book in headless Chromium, as a reader would, and report problems.
 
 Usage: ``python tools/browser_check.py [_build/html] [--page PATH ...]``; exit status 1 when a page
-has a problem.  ``tests/test_browser_book.py`` runs it on the built book (``make test``) and
-``tests/test_browser_checker.py`` on planted pages (the checks must fail on planted problems).
+has a problem.  ``tests/book/test_browser_book.py`` runs it on the built book (``make test``) and
+``tests/book/test_browser_checker.py`` on planted pages (the checks must fail on planted problems).
 
 The pages are served by a local HTTP server (as a web host would) and opened with Debian's
 ``chromium`` through Selenium and Debian's ``chromedriver`` (``tools/setup_env.sh`` installs both;

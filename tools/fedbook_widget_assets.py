@@ -6,7 +6,7 @@
   frame is written once to ``_images/fedbook-frames/<sha256>.png`` and the page keeps only their
   URLs: the reader's browser fetches the first frame with the page and each other one only when a
   slider selects it, so the page stays light.  Pages opened outside the
-  book (the planted pages of ``tests/test_browser_checker.py``) keep their inline frames; the
+  book (the planted pages of ``tests/book/test_browser_checker.py``) keep their inline frames; the
   widget's script reads both forms.
 * **live widgets' scripts on their pages only.**  uPlot (vendored by ``tools/vendor_js.sh``) and
   ``book/_static/fedbook_live.js`` are added to the pages that hold a live widget

@@ -10,7 +10,7 @@ and ``config_key`` is added.  Run from the repository root::
 
     python tools/migrate_results_keys.py [results]
 
-then ``pytest tests/test_results_store.py`` recomputes a random sample of the re-keyed rows.
+then ``pytest tests/store/test_results_store.py`` recomputes a random sample of the re-keyed rows.
 """
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def migrate(root: Path) -> dict:
         "command": "python tools/migrate_results_keys.py",
         "what": "rows re-keyed by configuration and data identity (School: the file's SHA-256; stand-ins and the "
                 "Gaussian model: generator and options); numbers unchanged; a random sample recomputed by "
-                "tests/test_results_store.py"}
+                "tests/store/test_results_store.py"}
     _atomic_write_text(root / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
     return counts
 

@@ -36,7 +36,7 @@ fi
 
 bash tools/vendor_js.sh
 
-# The browser test (tests/test_browser_book.py) opens the built book in Debian's headless chromium
+# The browser test (tests/book/test_browser_book.py) opens the built book in Debian's headless chromium
 # through Debian's chromedriver (matching versions; nothing is downloaded when the test runs).
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

@@ -8,7 +8,7 @@ Every function returns a per-coordinate quantity (the covariances are multiples 
 
 All functions broadcast over numpy arrays; the group sizes must be integers.  Each formula here is
 checked against the sympy derivation of :mod:`fedtheory.linear_regression.symbolic` in
-``tests/test_fedhdp_numeric.py`` and by Monte Carlo in ``tests/test_fedhdp_montecarlo.py``.
+``tests/theory/test_fedhdp_numeric.py`` and by Monte Carlo in ``tests/theory/test_fedhdp_montecarlo.py``.
 """
 from __future__ import annotations
 

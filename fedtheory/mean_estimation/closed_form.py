@@ -14,7 +14,7 @@ naming the argument) and returns a Python float for scalar input, an ndarray oth
 ``E`` is the mean squared error ``E[(w_k - ŵ_k(λ))²]`` averaged over the sampling of the centres, the
 data and the DP noise (the reading under which Lemma 6.7 holds; see the erratum on conditional vs
 averaged expectations in the book's chapter).  The formulas are derived symbolically in
-:mod:`fedtheory.mean_estimation.symbolic`; ``tests/test_mean_estimation_closed_form.py`` checks these
+:mod:`fedtheory.mean_estimation.symbolic`; ``tests/theory/test_mean_estimation_closed_form.py`` checks these
 numeric versions against the sympy expressions and against Monte Carlo.
 """
 from __future__ import annotations

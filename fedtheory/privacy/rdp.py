@@ -20,7 +20,7 @@ it by passing ``noise_multiplier / 2``.  Fixed-size shuffled batches are *not* c
 (0.1–0.2 s per curve on the default grid), calibrations that evaluate thousands of curves (139 School
 silos, sweeps) use ``backend="numpy"``: the same series (integer orders: the exact binomial expansion;
 fractional orders: the two-sided erfc series of Mironov et al. 2019, Sec. 3.3), vectorised over orders
-and terms with signed log-sum-exp.  ``tests/test_privacy_accounting.py`` checks the two backends agree
+and terms with signed log-sum-exp.  ``tests/privacy/test_privacy_accounting.py`` checks the two backends agree
 to 1e-9 relative, that both agree with Google's ``dp_accounting`` at integer orders, and with direct
 numerical integration of the Rényi divergence at fractional orders (where ``dp_accounting`` 0.6 sums
 absolute values of the series and returns a looser bound, or ``inf``).

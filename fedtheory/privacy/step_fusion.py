@@ -28,7 +28,7 @@ The exact block below (:func:`exact_block_pld`) treats the gradients as fixed ve
 **Poisson subsampling** (rate q per step): a record enters a block k ~ Binomial(m, q) times, shifting
 the release by ``k·C/m``.  The argument accounts the block as a Poisson-subsampled Gaussian with rate
 ``1 − (1−q)^m`` and the full sensitivity C (:func:`fused_event`) — an upper bound that this module
-checks numerically against the exact block (``tests/test_step_fusion.py``), not a proof; the *exact* block (1-d, aligned
+checks numerically against the exact block (``tests/privacy/test_step_fusion.py``), not a proof; the *exact* block (1-d, aligned
 gradients) is a mixture of Gaussians (:func:`exact_block_pld`), which ``dp_accounting`` accounts
 exactly.  A client that runs m times as many steps over the same data usually samples at ``q/m``; then
 ``1 − (1−q/m)^m ≤ q`` and its records get at least the guarantee of a client running S steps at rate q.

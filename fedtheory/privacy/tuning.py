@@ -495,7 +495,7 @@ def base_rdp(noise_multiplier: float, *, mechanism: str = "gaussian", sample_rat
     q, t = _check_mechanism(mechanism, sample_rate, steps)
     orders = TUNING_ORDERS if orders is None else as_float_array("orders", orders).ravel()
     # the numpy backend is fedtheory's vectorised evaluation of Opacus's formula (cross-checked against
-    # Opacus in tests/test_privacy_accounting.py); ~100x faster, which the bisections below need.
+    # Opacus in tests/privacy/test_privacy_accounting.py); ~100x faster, which the bisections below need.
     return np.asarray(subsampled_gaussian_rdp(orders, z, q, t, backend="numpy"), dtype=float)
 
 

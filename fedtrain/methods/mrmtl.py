@@ -7,7 +7,7 @@ clipped together with each example's gradient (``prox_mode="clip-together"``, th
 added after privatization (``"post-noise"``, Sec. 5's update ``w ← w − η(g̃ + λ(w − w̄))``).
 With Poisson batches, ``clip-together`` sums the (clipped) prox over the b sampled examples and
 divides by the expected batch size, so the prox is weighted by ``b/E[b]`` (mean 1) rather than 1; the
-two modes coincide for full batches without clipping (tests/test_fedtrain_engine.py).  w̄ is
+two modes coincide for full batches without clipping (tests/engine/test_fedtrain_engine.py).  w̄ is
 post-processing: no privacy overhead.
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ from fedtheory.privacy.silos import (PrivacyPlan, silo_noise_multipliers, silo_p
 from fedtrain import ledger
 from fedtrain.advise import predict
 from fedtrain.engine import run
-from tests.test_fedtrain_ledger import cfg, data  # noqa: F401  (the ledger tests' tiny silos and config)
+from tests.privacy.test_fedtrain_ledger import cfg, data  # noqa: F401  (the ledger tests' tiny silos and config)
 
 
 def test_the_plan_counts_steps_and_rates_as_the_paper_code():

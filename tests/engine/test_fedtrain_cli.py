@@ -202,7 +202,7 @@ def test_api_page_lists_every_field_with_its_range():
     from fedtrain.methods.registry import option_params
     from fedtrain.params import describe_fields
 
-    page = (Path(__file__).resolve().parents[1] / "book" / "api_fedtrain_data_cli.md").read_text()
+    page = (Path(__file__).resolve().parents[2] / "book" / "api_fedtrain_data_cli.md").read_text()
     for name, rng, default, _ in describe_fields(RunConfig):
         assert f"| `{name}` |" in page and f"| {rng} | {default} |" in page, name
     for name, (p, _, _) in option_params().items():

@@ -4,7 +4,7 @@ import json
 import shutil
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("tag_cells", ROOT / "tools" / "tag_cells.py")
 tag_cells = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(tag_cells)

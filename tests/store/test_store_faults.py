@@ -27,7 +27,7 @@ from fedtrain.config import RunConfig
 from fedtrain.data.registry import generator_identity
 from fedtrain.results import ResultsStore, ResultsStoreError, row_key
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 OPTS = {"num_silos": 4, "n": 30}
 TINY = ["sweep", "--dataset", "gaussian", "-D", "num_silos=4", "-D", "n=30", "--rounds", "2", "--batch-size", "10",
         "--clip", "5", "--method", "fedavg", "--eps", "inf", "--chunk-size", "1", "--no-progress"]

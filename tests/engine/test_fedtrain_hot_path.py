@@ -9,13 +9,13 @@ Tolerances (float32, unit roundoff u = 6e-8):
   convex problem do not amplify rounding much, and 2e-5 still fails on any real difference (a single
   step's noise moves the metric by ~1e-2 relative);
 * School vs the pre-change engine (reference numbers recorded from commit 93ab339 in
-  ``tests/reference_numbers/``): rtol 1e-5 with the recorded noise multipliers installed — the
+  ``tests/engine/reference_numbers/``): rtol 1e-5 with the recorded noise multipliers installed — the
   closed form keeps the pre-change arithmetic up to float32 summation order (the products ``x̃W``,
   ``x̃P`` and ``Σ x̃ gᵀ`` are batched matrix products since engine version 5); 2e-3 where no z was
   recorded, since the privacy ledger's deterministic calibration moved z by up to 5.4e-4 relative
   (not the hot path's arithmetic).  These runs use ``sampler="sorted-keys"``, the Poisson sampler of
   93ab339 (same random stream); engine version 5's default ``geometric`` sampler draws other batches
-  from the same distribution (tests/test_fedtrain_sampler.py compares the two in distribution).
+  from the same distribution (tests/engine/test_fedtrain_speed_sampler.py compares the two in distribution).
 """
 from __future__ import annotations
 

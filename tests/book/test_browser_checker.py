@@ -15,7 +15,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 import browser_check  # noqa: E402
 

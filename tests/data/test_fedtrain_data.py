@@ -256,7 +256,7 @@ def test_gaussian_linear_regression_design():
 def test_registry_names_and_errors():
     assert set(DATASETS) >= {"school", "vehicle", "gleam", "school-standin", "vehicle-standin",
                              "gleam-standin", "gaussian", "gaussian-linreg"}  # image datasets: test_fedtrain_images
-    # FedHDP's client-level datasets (tests/test_fedhdp_training_data.py)
+    # FedHDP's client-level datasets (tests/fedhdp/test_fedhdp_training_data.py)
     assert set(DATASETS) >= {"noniid-digits", "noniid-digits-skewed", "femnist-standin", "noniid-mnist", "femnist"}
     with pytest.raises(ValueError, match="unknown dataset 'mnist'.*school-standin"):
         load_dataset("mnist")

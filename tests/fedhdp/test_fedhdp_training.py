@@ -276,7 +276,7 @@ def test_stored_claims_results_match_the_declared_experiment():
 
     from fedtrain.fedhdp.experiments import experiment_configs, load_results
 
-    path = Path(__file__).resolve().parents[1] / "book" / "data" / "fedhdp_claims.json"
+    path = Path(__file__).resolve().parents[2] / "book" / "data" / "fedhdp_claims.json"
     stored = load_results(path)
     assert json.loads(path.read_text())["scale"] == "claims"
     want = experiment_configs("claims", "noniid-digits") + experiment_configs("claims", "noniid-digits-skewed")

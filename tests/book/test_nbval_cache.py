@@ -9,7 +9,7 @@ import nbformat
 import pytest
 from jupyter_cache import get_cache
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _notebook(path: Path, *sources: str) -> nbformat.NotebookNode:

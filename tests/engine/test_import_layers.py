@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 import pathlib
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = ("fedtheory", "fedtrain")
 LAYERS = ("paper", "core", "experiments", "cli")
 

@@ -21,7 +21,7 @@ import pytest
 
 from fedtheory.widgets import FigureWidget, figure_data, figure_widget, static_grid
 
-BOOK = Path(__file__).resolve().parents[1] / "book"
+BOOK = Path(__file__).resolve().parents[2] / "book"
 
 
 def _imports(tree: ast.Module) -> list[ast.stmt]:

@@ -1,7 +1,7 @@
 """The paper's ConvNet in the engine: per-example gradients vs Opacus, clipping, every method,
 the Opacus-per-silo reference in distribution, bad input.
 
-Distribution test (as tests/test_fedtrain_engine_reference.py): SEEDS seeds of the engine and of the
+Distribution test (as tests/engine/test_fedtrain_engine_reference.py): SEEDS seeds of the engine and of the
 Opacus reference (independent random streams); the difference of the sample means of the test accuracy
 must lie within 4 standard errors of that difference, ``|m_E − m_R| ≤ 4·sqrt(s_E²/S + s_R²/S)``.
 """

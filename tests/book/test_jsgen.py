@@ -21,7 +21,7 @@ import sympy as sp
 from fedtheory import jsgen
 from fedtheory.widgets_live import LIVE_FIGURES, compare_live, live_controls
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RUNTIME = REPO / "book" / "_static" / "fedbook_live.js"
 NODE = shutil.which("node")
 needs_node = pytest.mark.skipif(NODE is None, reason="node (Node.js) is not installed")
@@ -62,7 +62,7 @@ def test_provenance_names_the_sympy_expression():
 @functools.lru_cache(maxsize=None)
 def _widget_controls():
     """The live widgets of the notebooks, with their ipywidgets controls (built once)."""
-    from tests.test_widgets import WIDGET_CELLS, build_notebook_widget
+    from tests.book.test_widgets import WIDGET_CELLS, build_notebook_widget
 
     out = {}
     for nb, index, source in WIDGET_CELLS:
