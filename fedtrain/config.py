@@ -44,7 +44,7 @@ from typing import Any, Mapping
 from fedtheory.validation import check_integer_at_least
 from fedtrain.encoding import encode
 from fedtrain.methods.options import PROX_MODES, MethodOptions
-from fedtrain.methods.registry import METHODS, method_spec, option_params
+from fedtrain.methods.registry import CLIENT, CLIENT_METHODS, RECORD_METHODS, method_spec, methods_of_unit, option_params
 from fedtrain.params import params_of, param, validate_fields
 from fedtrain.paper import PAPER_DEFAULTS
 from fedtrain.data.registry import CLIENT_DATASETS
@@ -57,6 +57,7 @@ __all__ = [
     "MODELS",
     "DEVICES",
     "ENGINE_VERSION",
+    "config_key",
     "RunConfig",
     "paper_defaults",
     "default_delta",
@@ -69,6 +70,21 @@ __all__ = [
 #: 5: the geometric Poisson sampler (:class:`fedtrain.dpsgd.PoissonBatcher`; same distribution, other
 #: seeded batches) and batched matrix products in the linear model (float32 summation order).
 ENGINE_VERSION = 5
+
+#: The methods a :class:`RunConfig` runs: those whose privacy unit is a record of a silo
+#: (:data:`fedtrain.methods.registry.RECORD_METHODS`; the client-level ones run with
+#: :class:`fedtrain.fedhdp.config.FedHDPConfig`).
+METHODS = RECORD_METHODS
+
+
+def config_key(config: Mapping[str, Any]) -> str:
+    """The key of a configuration's JSON-safe encoding: 16 hex digits of the SHA-256 of its canonical JSON together
+    with :data:`ENGINE_VERSION`, so that a change of the engine gives every configuration a new key.  Every
+    configuration class keys its runs with it (:meth:`RunConfig.key`,
+    :meth:`fedtrain.fedhdp.config.FedHDPConfig.key`)."""
+    payload = json.dumps({"engine_version": ENGINE_VERSION, **config}, sort_keys=True, separators=(",", ":"),
+                         allow_nan=False)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 from fedtheory.privacy.accountants import ACCOUNTANTS  # noqa: E402  (the one registry of accountants)
 #: Server aggregation: weights n_k / Σn (the released code) or 1/K.
@@ -148,7 +164,8 @@ class RunConfig:
     """
 
     dataset: str = param(kind="str", help="dataset name (real or stand-in; see `fedtrain datasets`)")
-    method: str = param(kind="choice", choices=METHODS, help="federated method")
+    method: str = param(kind="choice", choices=RECORD_METHODS,
+                        help="federated method (privacy unit: a record of a silo; fedtrain.methods.registry)")
     eps: float | tuple[float, ...] = param(math.inf, kind="budget", low=0.0, low_open=True, allow_inf=True,
                                            per_silo=True, help="per-silo target epsilon; inf = non-private")
     delta: float | tuple[float, ...] | None = param(
@@ -194,17 +211,21 @@ class RunConfig:
         for name in ("dataset", "method"):
             if name not in kwargs:
                 raise ValueError(f"RunConfig needs {name!r}")
+        if kwargs["method"] in CLIENT_METHODS:
+            raise ValueError(f"method {kwargs['method']!r} has a client as its privacy unit: configure it with "
+                             "fedtrain.fedhdp.config.FedHDPConfig (RunConfig runs the methods whose unit is a record "
+                             f"of a silo: {', '.join(RECORD_METHODS)})")
         options = kwargs.pop("options", None)
         for name, (_, default) in common.items():
             value = kwargs.pop(name, default)
             object.__setattr__(self, name, {} if value is None and name == "dataset_options" else value)
         validate_fields(self)
-        if self.dataset in CLIENT_DATASETS:
-            raise ValueError(f"dataset {self.dataset!r} is one of FedHDP's client-level datasets "
-                             f"{list(CLIENT_DATASETS)}: train it with the client-level methods "
-                             "(`fedtrain run --method fedhdp|hdp-fedavg|dp-fedavg|nonprivate`, fedtrain.fedhdp), "
-                             "not the cross-silo engine (sample-level DP per silo)")
         spec = method_spec(self.method)
+        if self.dataset in CLIENT_DATASETS:
+            raise ValueError(f"dataset {self.dataset!r} is one of the client-level datasets {list(CLIENT_DATASETS)}: "
+                             f"train it with a method whose privacy unit is a client "
+                             f"({', '.join(methods_of_unit(CLIENT))}; fedtrain.fedhdp), not the cross-silo engine "
+                             "(sample-level DP per silo)")
         opts: dict[str, Any] = {}
         if isinstance(options, MethodOptions):
             if not isinstance(options, spec.options):
@@ -293,9 +314,7 @@ class RunConfig:
 
     def key(self) -> str:
         """Stable 16-hex-digit hash of the canonical JSON of the config and :data:`ENGINE_VERSION`."""
-        payload = json.dumps({"engine_version": ENGINE_VERSION, **self.to_dict()}, sort_keys=True,
-                             separators=(",", ":"), allow_nan=False)
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+        return config_key(self.to_dict())
 
     def __hash__(self) -> int:  # dataset_options is a dict: hash the canonical form instead
         return hash(self.key())

@@ -1,7 +1,9 @@
-"""The federated methods of the MR-MTL paper, each a small class driving :class:`fedtrain.engine.Trainer`.
+"""The federated methods: those of the MR-MTL paper, each a small class driving :class:`fedtrain.engine.Trainer`
+(privacy unit: a record of a silo), and FedHDP with its baselines, run by :func:`fedtrain.fedhdp.trainer.train`
+(privacy unit: a client).
 
-Their metadata (name, label, colour, whether they use λ, options, class) lives in one registry,
-:mod:`fedtrain.methods.registry`, re-exported here:
+Their metadata (name, label, colour, privacy unit, whether they use λ, options, code) lives in one registry,
+:mod:`fedtrain.methods.registry`, re-exported here.  Privacy unit: a record of a silo:
 
 ==============  ==========================================================  =====================
 name            paper                                                       module
@@ -16,6 +18,9 @@ name            paper                                                       modu
 ``ifca-mrmtl``  IFCA-preconditioned MR-MTL, Algorithm A2 (Fig. 6)           :mod:`.ifca`
 ==============  ==========================================================  =====================
 
+Privacy unit: a client (Aldaghri et al.; every one runs Ditto next to the global model):
+``nonprivate``, ``dp-fedavg``, ``hdp-fedavg``, ``fedhdp`` (:mod:`fedtrain.fedhdp`).
+
 The classes (``Method``, ``Local``, ``FedAvg``, ...) are imported on first access, so that the
 registry (and configuration validation) does not import torch.
 """
@@ -24,7 +29,9 @@ from __future__ import annotations
 import importlib
 
 from fedtrain.methods.registry import (
+    CLIENT_METHODS,
     LAMBDA_METHODS,
+    RECORD_METHODS,
     METHOD_REGISTRY,
     METHODS,
     MethodSpec,
@@ -34,7 +41,8 @@ from fedtrain.methods.registry import (
     register_method,
 )
 
-__all__ = ["Method", "METHOD_CLASSES", "METHOD_REGISTRY", "METHODS", "LAMBDA_METHODS", "MethodSpec", "get_method",
+__all__ = ["Method", "METHOD_CLASSES", "METHOD_REGISTRY", "METHODS", "LAMBDA_METHODS", "RECORD_METHODS",
+           "CLIENT_METHODS", "MethodSpec", "get_method",
            "method_spec", "option_params", "register_method"]
 
 _LAZY = {"Method": "fedtrain.methods.base", "Local": "fedtrain.methods.baselines",
@@ -46,6 +54,6 @@ _LAZY = {"Method": "fedtrain.methods.base", "Local": "fedtrain.methods.baselines
 def __getattr__(name: str):
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
-    if name == "METHOD_CLASSES":  # name -> class, from the registry
-        return {m: s.cls for m, s in METHOD_REGISTRY.items()}
+    if name == "METHOD_CLASSES":  # name -> class of the cross-silo engine's methods, from the registry
+        return {m: METHOD_REGISTRY[m].cls for m in RECORD_METHODS}
     raise AttributeError(f"module 'fedtrain.methods' has no attribute {name!r}")

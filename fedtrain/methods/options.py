@@ -13,7 +13,7 @@ from fedtrain.params import param, validate_fields
 from fedtrain.encoding import encode
 
 __all__ = ["MethodOptions", "NoOptions", "FinetuneOptions", "ProxOptions", "DittoOptions", "IFCAOptions",
-           "IFCAMRMTLOptions", "PROX_MODES"]
+           "IFCAMRMTLOptions", "PROX_MODES", "ClientDittoOptions", "FedHDPOptions"]
 
 #: ``clip-together``: the proximal gradient λ(w_k − w̄) is added to every example's gradient before
 #: per-example clipping (the paper's released code).  ``post-noise``: it is added after clipping and
@@ -71,3 +71,45 @@ class IFCAOptions(MethodOptions):
 @dataclass(frozen=True)
 class IFCAMRMTLOptions(IFCAOptions, ProxOptions):
     """IFCA's options and MR-MTL's ``prox_mode`` (stage 2)."""
+
+
+# ------------------------------------------------------------------------------------------------------------
+# client-level methods (FedHDP and its baselines; Aldaghri et al., Algorithm 2, Table 7's non-IID MNIST column)
+# ------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ClientDittoOptions(MethodOptions):
+    """Options of the client-level methods, all of which run Ditto next to the global model: Ditto's λ per
+    privacy group, client sampling, the learning-rate schedule, the noise and adaptive clipping
+    (Andrew et al. 2021), and the FC network's width.  Defaults: Table 7's non-IID MNIST column."""
+
+    lam_private: float = param(0.005, kind="float", low=0.0, help="Ditto lambda_p of the private clients")
+    lam_nonprivate: float = param(0.005, kind="float", low=0.0, help="Ditto lambda_np of the opted-out clients")
+    sample_rate: float = param(0.05, kind="float", low=0.0, high=1.0, low_open=True,
+                               help="q: probability that a client takes part in a round (Poisson sampling)")
+    lr_personal: float = param(0.5, kind="float", low=0.0, low_open=True,
+                               help="Ditto learning rate eta_p (ignored with personal_step=lemma4)")
+    personal_step: str = param("fixed", kind="choice", choices=("fixed", "lemma4"),
+                               help="eta_p: the fixed lr_personal, or 1/(1+lambda_j) (Lemma 4, linear regression)")
+    lr_decay: float = param(0.9, kind="float", low=0.0, high=1.0, low_open=True,
+                            help="eta and eta_p are multiplied by this every decay_every rounds (Table 7: 0.9)")
+    decay_every: int = param(50, kind="int", low=1, help="rounds between learning-rate decays (Table 7: 50)")
+    noise_multiplier: float = param(1.5, kind="float", low=0.0,
+                                    help="effective noise multiplier z of a private group (Table 7: 1.5; accounted)")
+    clip_lr: float = param(0.2, kind="float", low=0.0,
+                           help="adaptive clipping step eta_b (Table 7: 0.2; 0 = fixed clipping norm)")
+    clip_quantile: float = param(0.5, kind="float", low=0.0, high=1.0, help="target unclipped fraction kappa (0.5)")
+    count_noise_per_client: float = param(0.05, kind="float", low=0.0, low_open=True,
+                                          help="count-noise std z_b per expected participating client "
+                                               "(Andrew et al.: 1/20)")
+    denominator: str = param("realized", kind="choice", choices=("realized", "expected"),
+                             help="divide a group's noisy sum by its realized count N_g^t (Algorithm 2) or by "
+                                  "its expected count q*N_g (no count release)")
+    hidden: int = param(50, kind="int", low=1, help="hidden width of the FC network (Table 6: 50)")
+
+
+@dataclass(frozen=True)
+class FedHDPOptions(ClientDittoOptions):
+    """FedHDP's weight ratio ``r`` and the options every client-level method has."""
+
+    ratio: float = param(0.01, kind="float", low=0.0, high=1.0,
+                         help="FedHDP's weight ratio r = w_p/w_np of a private to a non-private client")

@@ -1,10 +1,15 @@
 """The method registry: every federated method declares its metadata here, once.
 
-Each :class:`MethodSpec` names the method, its legend label and plot colour, whether it has a
-regularization strength λ, its options dataclass (:mod:`fedtrain.methods.options`, validated,
-turned into CLI flags) and the class running its rounds (and owning its privacy accounting).  The
-configuration (:mod:`fedtrain.config`), the engine's checks, the CLI, the sweeps and the figures all
-read this registry; adding a method means adding one entry (and its class).
+Each :class:`MethodSpec` names the method, its legend label and plot colour, its **privacy unit**
+(:data:`PRIVACY_UNITS`: a record of a silo, for the cross-silo methods of the MR-MTL paper that run
+DP-SGD inside each silo; or a client, for FedHDP and its baselines, which add noise to the clients'
+model updates), whether it has a regularization strength λ, its options dataclass
+(:mod:`fedtrain.methods.options`, validated, turned into CLI flags), the privacy groups a client-level
+method forms, and the code running it (a :class:`~fedtrain.methods.base.Method` of the cross-silo engine,
+or the client-level trainer :func:`fedtrain.fedhdp.trainer.train`).  The configurations
+(:class:`fedtrain.config.RunConfig`, :class:`fedtrain.fedhdp.config.FedHDPConfig`), the engines' checks,
+the CLI, the sweeps, the tables and the figures all read this registry; adding a method means adding one
+entry (and its code).
 
 Classes are imported on first use (:attr:`MethodSpec.cls`), so that validating a configuration or
 printing ``fedtrain --help`` does not import torch.
@@ -23,11 +28,27 @@ from fedtrain.methods.options import (
     MethodOptions,
     NoOptions,
     ProxOptions,
+    ClientDittoOptions,
+    FedHDPOptions,
 )
 from fedtrain.params import Param, params_of
 
-__all__ = ["MethodSpec", "METHOD_REGISTRY", "METHODS", "LAMBDA_METHODS", "method_spec", "get_method",
-           "option_params", "register_method"]
+__all__ = ["MethodSpec", "METHOD_REGISTRY", "METHODS", "LAMBDA_METHODS", "RECORD", "CLIENT", "PRIVACY_UNITS",
+           "GROUPS", "RECORD_METHODS", "CLIENT_METHODS", "method_spec", "get_method", "option_params",
+           "register_method", "methods_of_unit", "methods_table"]
+
+#: The privacy units: what one adjacent dataset adds or removes.
+RECORD = "record"
+CLIENT = "client"
+PRIVACY_UNITS = {
+    RECORD: "a record of a silo (sample-level DP: add/remove one record; DP-SGD inside every silo, each silo "
+            "certified for its own records)",
+    CLIENT: "a client (client-level DP: add/remove one client with all of its data; noise on the sum of the "
+            "clients' clipped updates, certified per privacy group)",
+}
+#: The privacy groups a client-level method may form: the opted-out clients (no noise, no guarantee) and the
+#: private clients (noise, client-level guarantee).
+GROUPS = ("nonprivate", "private")
 
 
 def _ifca_detail(o: IFCAOptions) -> str:
@@ -40,9 +61,11 @@ def _finetune_detail(o: FinetuneOptions) -> str:
 
 @dataclass(frozen=True)
 class MethodSpec:
-    """One method: ``name`` (config value), ``label``/``color`` (figures), ``uses_lambda``, ``options``
-    (its options dataclass), ``class_path`` (``module:Class`` of its round logic), ``summary`` (paper
-    reference) and ``detail`` (options → label suffix, e.g. ``" (10% sel.)"``)."""
+    """One method: ``name`` (config value), ``label``/``color`` (figures and tables), ``uses_lambda``,
+    ``options`` (its options dataclass), ``class_path`` (``module:name`` of its code), ``summary`` (paper
+    reference), ``detail`` (options → label suffix, e.g. ``" (10% sel.)"``), ``unit`` (its privacy unit,
+    :data:`PRIVACY_UNITS`) and, for a client-level method, ``groups``: the privacy groups it forms
+    (:data:`GROUPS`; one group holding every client, or the opted-out and the private clients)."""
 
     name: str
     label: str
@@ -52,12 +75,39 @@ class MethodSpec:
     class_path: str
     summary: str
     detail: Callable[[Any], str] | None = None
+    unit: str = RECORD
+    groups: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.unit not in PRIVACY_UNITS:
+            raise ValueError(f"unit must be one of {', '.join(map(repr, PRIVACY_UNITS))} (got {self.unit!r})")
+        if (self.unit == CLIENT) != bool(self.groups) or not set(self.groups) <= set(GROUPS):
+            raise ValueError(f"groups must be a non-empty subset of {GROUPS} for a client-level method and empty "
+                             f"otherwise (method {self.name!r}: unit {self.unit!r}, groups {self.groups!r})")
 
     @property
-    def cls(self) -> type:
-        """The :class:`fedtrain.methods.base.Method` subclass (imported on first use)."""
+    def cls(self) -> Any:
+        """The code running the method, imported on first use: a :class:`fedtrain.methods.base.Method`
+        subclass (privacy unit: a record), or :func:`fedtrain.fedhdp.trainer.train` (a client)."""
         module, name = self.class_path.split(":")
         return getattr(importlib.import_module(module), name)
+
+    @property
+    def unit_text(self) -> str:
+        """The privacy unit in words (:data:`PRIVACY_UNITS`)."""
+        return PRIVACY_UNITS[self.unit]
+
+    @property
+    def private(self) -> bool | None:
+        """Client-level: whether some group is private (adds noise); ``None`` for a record-level method, whose
+        privacy is set per run by ε (``eps=inf`` is its non-private baseline)."""
+        return None if self.unit != CLIENT else "private" in self.groups
+
+    @property
+    def takes_ratio(self) -> bool:
+        """Whether the method has the weight ratio ``r`` of a private to a non-private client as an option (the
+        other two-group methods weigh every client alike, ``r = 1``)."""
+        return "ratio" in self.options.__dataclass_fields__
 
     def label_for(self, options: MethodOptions | None = None) -> str:
         """Legend label, with the options that change what is plotted (IFCA's selection share, ...)."""
@@ -101,11 +151,28 @@ for _spec in (
                "IFCA with private cluster selection (Ghosh et al.; App. D, Fig. 3)", _ifca_detail),
     MethodSpec("ifca-mrmtl", "IFCA-MR-MTL", "tab:pink", True, IFCAMRMTLOptions, "fedtrain.methods.ifca:IFCAMRMTL",
                "IFCA-preconditioned MR-MTL, Algorithm A2 (Fig. 6)", _ifca_detail),
+    MethodSpec("nonprivate", "Non-Private+Ditto", "gray", False, ClientDittoOptions, "fedtrain.fedhdp.trainer:train",
+               "Non-Private+Ditto (Aldaghri et al. Sec. 5): one group, every client, no noise",
+               unit=CLIENT, groups=("nonprivate",)),
+    MethodSpec("dp-fedavg", "DP-FedAvg+Ditto", "tab:blue", False, ClientDittoOptions, "fedtrain.fedhdp.trainer:train",
+               "DP-FedAvg+Ditto (Aldaghri et al. Sec. 5): one group, every client private",
+               unit=CLIENT, groups=("private",)),
+    MethodSpec("hdp-fedavg", "HDP-FedAvg+Ditto", "tab:green", False, ClientDittoOptions,
+               "fedtrain.fedhdp.trainer:train",
+               "HDP-FedAvg+Ditto (Aldaghri et al. Sec. 5): opted-out and private groups, noise on the private one, "
+               "r = 1", unit=CLIENT, groups=("nonprivate", "private")),
+    MethodSpec("fedhdp", "FedHDP", "tab:red", False, FedHDPOptions, "fedtrain.fedhdp.trainer:train",
+               "FedHDP (Aldaghri et al. Algorithm 2): opted-out and private groups, private weight ratio r",
+               unit=CLIENT, groups=("nonprivate", "private")),
 ):
     register_method(_spec)
 
 #: Method names, in registry order.
 METHODS: tuple[str, ...] = tuple(METHOD_REGISTRY)
+#: The methods whose privacy unit is a record of a silo (the cross-silo engine, :class:`fedtrain.config.RunConfig`).
+RECORD_METHODS: tuple[str, ...] = tuple(m for m, s in METHOD_REGISTRY.items() if s.unit == RECORD)
+#: The methods whose privacy unit is a client (:class:`fedtrain.fedhdp.config.FedHDPConfig`), in table order.
+CLIENT_METHODS: tuple[str, ...] = tuple(m for m, s in METHOD_REGISTRY.items() if s.unit == CLIENT)
 #: Methods with a regularization strength λ (the others ignore it).
 LAMBDA_METHODS: tuple[str, ...] = tuple(m for m, s in METHOD_REGISTRY.items() if s.uses_lambda)
 
@@ -132,3 +199,25 @@ def option_params() -> dict[str, tuple[Param, Any, tuple[str, ...]]]:
                 prev = _OPTIONS.get(name)
                 _OPTIONS[name] = (p, d, (prev[2] if prev else ()) + (m,))
     return _OPTIONS
+
+
+def methods_of_unit(unit: str) -> tuple[str, ...]:
+    """The registered methods whose privacy unit is ``unit`` (:data:`PRIVACY_UNITS`), in registry order."""
+    if unit not in PRIVACY_UNITS:
+        raise ValueError(f"unit must be one of {', '.join(map(repr, PRIVACY_UNITS))} (got {unit!r})")
+    return tuple(m for m, s in METHOD_REGISTRY.items() if s.unit == unit)
+
+
+def methods_table() -> str:
+    """Every registered method with its privacy unit and options, one line each (``fedtrain run --help``)."""
+    width = max(map(len, METHOD_REGISTRY))
+    lines = []
+    for unit, text in PRIVACY_UNITS.items():
+        lines.append(f"privacy unit: {text}")
+        for m, s in METHOD_REGISTRY.items():
+            if s.unit != unit:
+                continue
+            opts = ", ".join("--" + n.replace("_", "-") for n in params_of(s.options)) or "none"
+            lam = "; --lam" if s.uses_lambda else ""
+            lines.append(f"  {m.ljust(width)}  unit: {unit}; {s.summary}. Options: {opts}{lam}")
+    return "\n".join(lines)
