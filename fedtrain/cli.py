@@ -1,5 +1,13 @@
 """Command line: ``fedtrain run``, ``fedtrain sweep`` and ``fedtrain datasets`` (also ``python -m fedtrain``).
 
+One parser for every method of the registry (:mod:`fedtrain.methods.registry`), whatever its privacy unit:
+``fedtrain run --help`` lists every method with its privacy unit and its options.  A method whose unit is a
+record of a silo runs on the cross-silo engine (:class:`~fedtrain.config.RunConfig`); one whose unit is a client
+(FedHDP and its baselines) on the client-level trainer (:class:`~fedtrain.fedhdp.config.FedHDPConfig`,
+:mod:`fedtrain.fedhdp.cli`).  A flag that does not apply to the chosen method is an error naming the flag and the
+methods it applies to (``--ratio`` with ``dp-fedavg``, ``--eps`` with ``fedhdp``, ``--num-clusters`` with
+``fedavg``).
+
 Examples::
 
     fedtrain run --dataset school --method mrmtl --eps 6 --lam 0.3 --lr 0.01 --rounds 200 --seeds 0,1,2 --json
@@ -42,6 +50,7 @@ Other programs may add subcommands with :func:`register_command`.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import re
@@ -53,7 +62,9 @@ from fedtrain.config import RunConfig
 from fedtrain.data.files import DatasetCorruptError, DatasetNotFoundError
 from fedtrain.encoding import encode
 from fedtrain.fedhdp import cli as fedhdp_cli
-from fedtrain.methods.registry import LAMBDA_METHODS, METHOD_REGISTRY, option_params
+from fedtrain.fedhdp.config import FedHDPConfig
+from fedtrain.methods.registry import (CLIENT, CLIENT_METHODS, LAMBDA_METHODS, METHOD_REGISTRY, METHODS, RECORD_METHODS,
+                                       methods_table, option_params)
 from fedtrain.params import Param, add_flag, params_of
 from fedtrain.presets import RESULTS_PRESETS, paper_defaults
 from fedtrain.results import DEFAULT_WORK_STORE, WORK_DIR, ResultsStore
@@ -126,12 +137,24 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
                    "must be there (no fall-back). Default: $FEDBOOK_DATA_DIR, then ../shared/data")
     g.add_argument("--dataset-option", "-D", action="append", type=_option, default=[], metavar="KEY=VALUE",
                    help="loader option, e.g. test_fraction=0.5 or tau=0.3 (repeatable; split seed: seed=1)")
-    title = "configuration (RunConfig fields" + ("; comma-separated lists make a grid)" if sweep else ")")
+    title = ("configuration (RunConfig and FedHDPConfig fields" +
+             ("; comma-separated lists make a grid)" if sweep else ")"))
     g = p.add_argument_group(title)
+    client = params_of(FedHDPConfig)
     for name, (prm, default) in params_of(RunConfig).items():
         if name in _DATA_FIELDS:
             continue
         extra = "; used by " + ", ".join(LAMBDA_METHODS) + " only" if name == "lam" else ""
+        if name == "method":  # every registered method, whatever its privacy unit
+            prm = dataclasses.replace(prm, choices=METHODS, help="federated method (see the methods above)")
+        elif name in client:  # shared by both units: parsed as either declares, validated by the method's config
+            cprm, cdefault = client[name]
+            if prm.kind == "choice":
+                prm = dataclasses.replace(prm, choices=prm.choices + tuple(c for c in cprm.choices
+                                                                           if c not in prm.choices))
+            extra += f". Privacy unit client: {cprm.help}; default {cdefault!r}"
+        else:
+            extra += f" [privacy unit record only: {', '.join(RECORD_METHODS)}]"
         add_flag(g, name, prm, default, as_list=sweep or name == "seed", flags=_ALIASES.get(name, ()),
                  extra_help=extra)
     add_flag(g, "repeats", REPEATS, 1, as_list=False)
@@ -156,8 +179,11 @@ def build_parser() -> argparse.ArgumentParser:
                                 epilog=__doc__.split("Examples::")[1].split("Every field")[0])
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="train one configuration over one or more seeds",
-                         description="Train one configuration over one or more seeds. Every RunConfig field and "
-                                     "method option has a flag below, with its valid range and default.")
+                         formatter_class=argparse.RawDescriptionHelpFormatter,
+                         description="Train one configuration over one or more seeds. Every configuration field and "
+                                     "method option has a flag below, with its valid range and default; a flag that "
+                                     "does not apply to the chosen method is an error.\n\nMethods, by privacy "
+                                     "unit (fedtrain.methods.registry):\n" + methods_table())
     _common(run, sweep=False)
     sw = sub.add_parser("sweep", help="grid over any fields (comma-separated lists) and seeds (resumable)")
     _common(sw, sweep=True)
@@ -177,6 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--retries", type=int, default=2, help="ray: re-runs of a failing batch before it is reported "
                    "(default 2)")
     sub.add_parser("datasets", help="list the dataset names")
+    sw.description = ("Sweep a grid of the methods whose privacy unit is a record of a silo (" + ", ".join(RECORD_METHODS)
+                      + "); the client-level methods' grids: fedtrain fedhdp-claims, fedtrain.fedhdp.experiments.")
     for name, (help_text, configure, _) in _COMMANDS.items():
         configure(sub.add_parser(name, help=help_text))
     _preset_flags(sw)
@@ -209,12 +237,55 @@ def _distinct(name: str, values: list) -> list:
     return values
 
 
+def _check_one_unit(methods: list[str]) -> str:
+    units = {METHOD_REGISTRY[m].unit for m in methods}
+    if len(units) > 1:
+        raise ValueError(f"--method mixes privacy units ({', '.join(f'{m}: {METHOD_REGISTRY[m].unit}' for m in methods)}); "
+                         "a run or sweep trains methods of one unit (record of a silo, or client)")
+    return units.pop()
+
+
+def client_configs_from_args(args: argparse.Namespace) -> list[FedHDPConfig]:
+    """The validated configurations (one per seed) of a ``run`` command line naming a method whose privacy unit is a
+    client.  A flag of the record-level methods only, or an option of another method, is a ``ValueError`` naming
+    the flag and the methods it applies to."""
+    method = args.method[0] if isinstance(args.method, list) else args.method
+    client = params_of(FedHDPConfig)
+    options = option_params()
+    fields: dict[str, Any] = {}
+    for name in list(params_of(RunConfig)) + list(options) + ["repeats"]:
+        if name in _DATA_FIELDS or name in ("method", "seed"):
+            continue
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if name in client:
+            fields[name] = value
+        elif name in options and method in options[name][2]:
+            fields[name] = value
+        else:
+            owners = options[name][2] if name in options else RECORD_METHODS
+            unit = "" if name in options else " (privacy unit: a record of a silo)"
+            raise ValueError(f"{flag} applies to {', '.join(owners)}{unit}, not to {method!r} (privacy unit: a client)")
+    seeds = args.seed if isinstance(args.seed, list) else [0 if args.seed is None else args.seed]
+    seeds = _distinct("seed", seeds)
+    return [FedHDPConfig(dataset=args.dataset, dataset_options=dict(args.dataset_option), method=method, seed=s,
+                         **fields) for s in seeds]
+
+
 def configs_from_args(args: argparse.Namespace) -> list[RunConfig]:
-    """The validated grid a ``run``/``sweep`` command line describes (seeds vary fastest)."""
+    """The validated grid a ``run``/``sweep`` command line describes (seeds vary fastest), for methods whose privacy
+    unit is a record of a silo (:func:`client_configs_from_args`: a client)."""
     if getattr(args, "method", None) is None:
         raise ValueError("--method is required (one of " + ", ".join(METHOD_REGISTRY) + ")")
     as_list = lambda v: v if isinstance(v, list) else [v]  # noqa: E731
     methods = _distinct("method", as_list(args.method))
+    if _check_one_unit(methods) == CLIENT:
+        raise ValueError(f"--method {','.join(methods)}: the privacy unit of these methods is a client; "
+                         f"`fedtrain run` trains one of them ({', '.join(CLIENT_METHODS)}), `fedtrain sweep` and "
+                         "`fedtrain advise` take the methods whose unit is a record of a silo "
+                         f"({', '.join(RECORD_METHODS)})")
     given: dict[str, list] = {}
     for name in list(params_of(RunConfig)) + list(option_params()):
         if name in _DATA_FIELDS or name == "method":
@@ -227,6 +298,11 @@ def configs_from_args(args: argparse.Namespace) -> list[RunConfig]:
         if name in options and not set(options[name][2]) & set(methods):
             raise ValueError(f"--{name.replace('_', '-')} is an option of {', '.join(options[name][2])}, "
                              f"not of the method(s) given ({', '.join(methods)})")
+    if "model" in given and set(given["model"]) - set(params_of(RunConfig)["model"][0].choices):
+        bad = sorted(set(given["model"]) - set(params_of(RunConfig)["model"][0].choices))
+        raise ValueError(f"--model {','.join(bad)} is a model of the client-level methods ({', '.join(CLIENT_METHODS)}); "
+                         f"model must be one of {', '.join(map(repr, params_of(RunConfig)['model'][0].choices))} "
+                         f"for {', '.join(methods)}")
     configs: list[RunConfig] = []
     for method in methods:
         try:
@@ -343,8 +419,6 @@ def _join_negative_values(argv: list[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fedtrain`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if fedhdp_cli.wants_client_level(argv):  # client-level methods (FedHDP family): their own trainer and flags
-        return fedhdp_cli.run_main(_join_negative_values(argv[1:]))
     parser = build_parser()
     argv = _join_negative_values(argv)
     bare = _bare_seed_count(argv)
@@ -367,6 +441,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("sweep needs --dataset (or --preset NAME)")
     if args.command == "sweep" and args.results is None:
         args.results = str(DEFAULT_WORK_STORE)
+    if args.command == "run" and args.method is not None and METHOD_REGISTRY[args.method].unit == CLIENT:
+        try:
+            if args.results is not None:
+                raise ValueError("--results stores the runs of the record-level methods; the client-level runs' "
+                                 "store: fedtrain fedhdp-claims --results DIR (fedtrain.fedhdp.experiments)")
+            return fedhdp_cli.run_configs(client_configs_from_args(args), args.data_dir, args.json, out)
+        except (ValueError, DatasetNotFoundError, DatasetCorruptError, FileNotFoundError) as exc:
+            parser.exit(2, f"fedtrain: error: {exc}\n")
     store = None
     configs: list[RunConfig] = []
     try:

@@ -113,6 +113,13 @@ class SiloLedger:
         self.dpsgd_steps = self.dpsgd_steps + np.asarray(steps, dtype=np.int64)
         self._check_not_over("a local pass")
 
+    def record_gaussian_releases(self, releases) -> None:
+        """Append one client-level round: row g (a privacy group of :mod:`fedtrain.fedhdp`) released
+        ``releases[g]`` noisy sums of its Poisson-sampled clients' clipped updates.  Each is a Poisson-subsampled
+        Gaussian mechanism, the event of one DP-SGD step, so it is counted (and accounted) as one."""
+        self.dpsgd_steps = self.dpsgd_steps + np.asarray(releases, dtype=np.int64)
+        self._check_not_over("a client-level round")
+
     def record_selections(self, count=1) -> None:
         """Append private selections: silo k made ``count[k]`` (or ``count``) exponential-mechanism selections."""
         self.selections = self.selections + np.broadcast_to(np.asarray(count, dtype=np.int64), (self.num_silos,))

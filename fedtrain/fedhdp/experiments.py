@@ -22,7 +22,6 @@ Claim 5 (DP-FedAvg ≡ HDP-FedAvg at r = 1) and claim 6 (ε) are checked in the 
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from dataclasses import dataclass
@@ -31,12 +30,14 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from fedtrain.encoding import decode_float
-from fedtrain.fedhdp.config import FedHDPConfig
 from fedtrain.data.registry import load_dataset
+from fedtrain.encoding import decode_float
+from fedtrain.fedhdp.config import FEDHDP_METHODS, FedHDPConfig
+from fedtrain.fedhdp.store import read_row, row_path, write_row
+from fedtrain.methods.registry import method_spec
 from fedtrain.results import _atomic_write_text
 
-__all__ = ["SCALES", "experiment_configs", "run_experiment", "load_results", "save_results", "ClaimCheck", "check_claims",
+__all__ = ["SCALES", "method_configs", "experiment_configs", "run_experiment", "load_results", "save_results", "ClaimCheck", "check_claims",
            "best_ratio"]
 
 SCALES: dict[str, dict] = {
@@ -63,50 +64,55 @@ def _scale(scale: str) -> dict:
     return SCALES[scale]
 
 
+def method_configs(method: str, ratios: Sequence[float], **fields) -> list[FedHDPConfig]:
+    """One configuration per ratio for a method taking the weight ratio ``r`` (registry), else one (``r = 1``)."""
+    if method_spec(method).takes_ratio:
+        return [FedHDPConfig(method=method, ratio=r, **fields) for r in ratios]
+    return [FedHDPConfig(method=method, **fields)]
+
+
 def experiment_configs(scale: str, dataset: str = "noniid-digits", *, seeds: Sequence[int] | None = None,
                        ratios: Sequence[float] | None = None,
-                       methods: Sequence[str] = ("nonprivate", "dp-fedavg", "hdp-fedavg", "fedhdp")) -> list[FedHDPConfig]:
+                       methods: Sequence[str] = FEDHDP_METHODS) -> list[FedHDPConfig]:
     """The configurations of one scale on one dataset: the baselines once, FedHDP at every ratio; × seeds."""
     s = _scale(scale)
     seeds = s["seeds"] if seeds is None else seeds
     ratios = s["ratios"] if ratios is None else ratios
     out = []
     for method in methods:
-        for r in (ratios if method == "fedhdp" else (1.0,)):
-            for seed in seeds:
-                out.append(FedHDPConfig(dataset=dataset, dataset_options=dict(s["data"]), method=method, ratio=r,
-                                        seed=int(seed), **s["train"]))
+        for c in method_configs(method, ratios, dataset=dataset, dataset_options=dict(s["data"]), **s["train"]):
+            out += [c.replace(seed=int(seed)) for seed in seeds]
     return out
 
 
-def _key(c: FedHDPConfig) -> str:
-    return hashlib.sha256(json.dumps(c.to_dict(), sort_keys=True).encode()).hexdigest()[:20]
-
-
 def run_experiment(configs: Iterable[FedHDPConfig], store: str | Path | None = None, *, progress: bool = False,
-                   log=None) -> list[dict]:
+                   log=None, data_dir: str | None = None) -> list[dict]:
     """Run every config (data loaded once per dataset) and return the results' ``to_dict()`` forms.
 
-    ``store``: a folder; each finished run is written there atomically (``<key>.json``) and skipped when
-    present, so an interrupted experiment resumes.
+    ``store``: a folder; each finished run is written there atomically under its row key
+    (:mod:`fedtrain.fedhdp.store`: the config's key, which holds the engine version, and the data's identity)
+    and, when present and checked against its key, read instead of trained, so an interrupted experiment
+    resumes.  ``data_dir``: the folder of the file datasets (default: where the loaders look).
     """
-    from fedtrain.fedhdp.trainer import train
+    from fedtrain.fedhdp.trainer import train  # torch: loaded when something trains
+
     folder = None if store is None else Path(store)
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
     cache: dict[str, object] = {}
     rows = []
     for c in configs:
-        path = None if folder is None else folder / f"{_key(c)}.json"
-        if path is not None and path.exists():
-            rows.append(json.loads(path.read_text()))
-            continue
         dkey = json.dumps([c.dataset, c.dataset_options], sort_keys=True)
         if dkey not in cache:
-            cache[dkey] = load_dataset(c.dataset, **c.dataset_options)
+            opts = dict(c.dataset_options, **({"data_dir": data_dir} if data_dir is not None else {}))
+            cache[dkey] = load_dataset(c.dataset, **opts)
+        path = None if folder is None else row_path(folder, c, cache[dkey].identity())
+        if path is not None and path.exists():
+            rows.append(read_row(path))
+            continue
         row = train(c, cache[dkey], progress=progress).to_dict()
         if path is not None:
-            _atomic_write_text(path, json.dumps(row, allow_nan=True))
+            write_row(folder, row)
         if log is not None:
             m = row["metrics"]
             log(f"{c.dataset} {c.method} r={c.effective_ratio:g} seed={c.seed}: acc_g={m['acc_g']:.2f} "
@@ -122,7 +128,7 @@ def load_results(store: str | Path) -> list[dict]:
         return json.loads(path.read_text())["runs"]
     if not path.is_dir():
         raise FileNotFoundError(f"no FedHDP results at {path} (run: fedtrain fedhdp-claims --results {path})")
-    return [json.loads(p.read_text()) for p in sorted(path.glob("*.json"))]
+    return [read_row(p) for p in sorted(path.glob("*.json"))]
 
 
 def save_results(rows: Sequence[dict], path: str | Path, *, scale: str, command: str) -> None:
@@ -139,6 +145,16 @@ class ClaimCheck:
     claim: str
     holds: bool
     detail: str
+
+
+def _ratio_method() -> str:
+    """The client-level method taking the weight ratio r (FedHDP), from the registry."""
+    return next(m for m in FEDHDP_METHODS if method_spec(m).takes_ratio)
+
+
+def _private_baselines() -> tuple[str, ...]:
+    """The client-level methods with a private group and no ratio (DP-FedAvg+Ditto, HDP-FedAvg+Ditto)."""
+    return tuple(m for m in FEDHDP_METHODS if method_spec(m).private and not method_spec(m).takes_ratio)
 
 
 def _by(rows, dataset, method, ratio=None):
@@ -158,36 +174,37 @@ def _ms(mets, key):
 def best_ratio(rows: Sequence[dict], dataset: str, *, positive: bool = True) -> float:
     """The FedHDP ratio with the highest mean global accuracy on ``dataset`` (``positive``: among r > 0)."""
     ratios = sorted({r["config"]["ratio"] for r in rows
-                     if r["config"]["dataset"] == dataset and r["config"]["method"] == "fedhdp"})
+                     if r["config"]["dataset"] == dataset and r["config"]["method"] == _ratio_method()})
     ratios = [r for r in ratios if r > 0] if positive else ratios
     if not ratios:
         raise ValueError(f"no FedHDP results for dataset {dataset!r}")
-    return max(ratios, key=lambda r: _ms(_by(rows, dataset, "fedhdp", r), "acc_g")[0])
+    return max(ratios, key=lambda r: _ms(_by(rows, dataset, _ratio_method(), r), "acc_g")[0])
 
 
 def check_claims(rows: Sequence[dict], plain: str = "noniid-digits",
                  skewed: str | None = "noniid-digits-skewed") -> list[ClaimCheck]:
     """Claims 1-4 (module docstring) on stored results; a claim holds only beyond 2 standard errors over seeds."""
     out = []
+    fedhdp = _ratio_method()
     for ds in [plain] + ([skewed] if skewed else []):
         r_best = best_ratio(rows, ds)
-        f = _ms(_by(rows, ds, "fedhdp", r_best), "acc_g")
-        for base in ("dp-fedavg", "hdp-fedavg"):
+        f = _ms(_by(rows, ds, fedhdp, r_best), "acc_g")
+        for base in _private_baselines():
             b = _ms(_by(rows, ds, base), "acc_g")
             gap, se = f[0] - b[0], math.sqrt(f[1] ** 2 + b[1] ** 2)
             out.append(ClaimCheck(f"1 ({ds}): FedHDP r={r_best:g} beats {base}+Ditto in Acc_g",
                                   bool(gap > 2 * se and r_best < 1),
                                   f"{f[0]:.2f} vs {b[0]:.2f}: gap {gap:+.2f} ± {se:.2f} (SE, n={f[2]})"))
         for key in ("delta_g", "delta_l"):
-            d = _ms(_by(rows, ds, "fedhdp", r_best), key)
+            d = _ms(_by(rows, ds, fedhdp, r_best), key)
             out.append(ClaimCheck(f"2 ({ds}): {key} >= 0 under FedHDP r={r_best:g}", bool(d[0] >= -2 * d[1]),
                                   f"{d[0]:+.2f} ± {d[1]:.2f} (SE, n={d[2]})"))
     if skewed:
         rp, rs = best_ratio(rows, plain), best_ratio(rows, skewed)
         out.append(ClaimCheck("3: best r higher with skewed opt-outs", bool(rs > rp),
                               f"best r: {rp:g} ({plain}) vs {rs:g} ({skewed})"))
-        z = _ms(_by(rows, skewed, "fedhdp", 0.0), "acc_g")
-        best = _ms(_by(rows, skewed, "fedhdp", rs), "acc_g")
+        z = _ms(_by(rows, skewed, fedhdp, 0.0), "acc_g")
+        best = _ms(_by(rows, skewed, fedhdp, rs), "acc_g")
         out.append(ClaimCheck("4: r=0 collapses in the skewed case", bool(z[0] < 20.0 and z[0] < best[0] - 2 * best[1]),
                               f"Acc_g at r=0: {z[0]:.2f} ± {z[1]:.2f} vs {best[0]:.2f} at r={rs:g}"))
     return out

@@ -5,8 +5,10 @@ from typing import Sequence
 
 import numpy as np
 
-from fedtrain.encoding import decode_float
 from fedtheory.linear_regression import numeric as nm
+from fedtrain.encoding import decode_float
+from fedtrain.fedhdp.config import FEDHDP_METHODS
+from fedtrain.methods.registry import method_spec
 
 __all__ = ["plot_accuracy_vs_ratio", "plot_theory_link"]
 
@@ -16,7 +18,7 @@ def _series(rows, dataset, method, key="acc_g"):
     for r in rows:
         c = r["config"]
         if c["dataset"] == dataset and c["method"] == method:
-            ratio = float(c["ratio"]) if method == "fedhdp" else 1.0
+            ratio = float(c["ratio"]) if method_spec(method).takes_ratio else 1.0
             out.setdefault(ratio, []).append(decode_float(r["metrics"][key]))
     xs = sorted(out)
     mean = np.array([np.mean(out[x]) for x in xs])
@@ -31,18 +33,22 @@ def plot_accuracy_vs_ratio(rows: Sequence[dict], datasets=("noniid-digits", "non
 
     fig, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 3.8), sharey=True)
     axes = np.atleast_1d(axes)
+    with_ratio = [method_spec(m) for m in FEDHDP_METHODS if method_spec(m).takes_ratio]
+    # the methods without r as lines: the private ones first, then the non-private baseline
+    lines = sorted((method_spec(m) for m in FEDHDP_METHODS if not method_spec(m).takes_ratio),
+                   key=lambda s: not s.private)
     for ax, ds in zip(axes, datasets):
-        xs, m, s = _series(rows, ds, "fedhdp")
-        shown = np.where(xs > 0, xs, xs[xs > 0].min() / 4 if (xs > 0).any() else 1e-3)
-        ax.errorbar(shown, m, yerr=s, marker="o", capsize=3, color="tab:red", label="FedHDP (r on the axis)")
-        if (xs == 0).any():
-            ax.annotate("r = 0", (shown[0], m[0]), textcoords="offset points", xytext=(6, -4), fontsize=8)
-        for method, color, label in (("dp-fedavg", "tab:blue", "DP-FedAvg+Ditto"),
-                                     ("hdp-fedavg", "tab:green", "HDP-FedAvg+Ditto (r = 1)"),
-                                     ("nonprivate", "gray", "Non-Private+Ditto")):
-            bx, bm, bs = _series(rows, ds, method)
+        for spec in with_ratio:
+            xs, m, s = _series(rows, ds, spec.name)
+            shown = np.where(xs > 0, xs, xs[xs > 0].min() / 4 if (xs > 0).any() else 1e-3)
+            ax.errorbar(shown, m, yerr=s, marker="o", capsize=3, color=spec.color, label=f"{spec.label} (r on the axis)")
+            if (xs == 0).any():
+                ax.annotate("r = 0", (shown[0], m[0]), textcoords="offset points", xytext=(6, -4), fontsize=8)
+        for spec in lines:
+            bx, bm, bs = _series(rows, ds, spec.name)
+            label = spec.label + (" (r = 1)" if len(spec.groups) == 2 else "")
             if bm.size:
-                ax.axhline(bm[0], color=color, ls="--", lw=1, label=f"{label}: {bm[0]:.1f} ± {bs[0]:.1f}")
+                ax.axhline(bm[0], color=spec.color, ls="--", lw=1, label=f"{label}: {bm[0]:.1f} ± {bs[0]:.1f}")
         ax.set_xscale("log")
         ax.set_xlabel("weight ratio r = w_p / w_np (log scale; r = 0 drawn at the left)")
         ax.set_title(ds)

@@ -16,7 +16,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from fedtrain.encoding import decode_float
-from fedtrain.fedhdp.config import FEDHDP_METHODS, METHOD_LABELS
+from fedtrain.fedhdp.config import FEDHDP_METHODS
+from fedtrain.methods.registry import method_spec
 
 __all__ = ["COLUMNS", "table_rows", "format_table"]
 
@@ -31,7 +32,8 @@ def _metrics(r) -> tuple[str, float, dict]:
         cfg = r["config"]
         met = {k: (decode_float(v) if isinstance(v, (str, int, float)) and k != "metric" else v)
                for k, v in r["metrics"].items()}
-        method, ratio = cfg["method"], float(cfg["ratio"]) if cfg["method"] == "fedhdp" else 1.0
+        method = cfg["method"]
+        ratio = float(cfg["ratio"]) if method_spec(method).takes_ratio else 1.0
     else:
         method, ratio, met = r.config.method, r.config.effective_ratio, r.metrics
     return method, ratio, met
@@ -56,11 +58,11 @@ def table_rows(results: Iterable) -> list[dict]:
     groups: dict[tuple, list[dict]] = {}
     for r in results:
         method, ratio, met = _metrics(r)
-        groups.setdefault((method, ratio if method == "fedhdp" else None), []).append(met)
+        groups.setdefault((method, ratio if method_spec(method).takes_ratio else None), []).append(met)
     rows = []
     for (method, ratio), mets in sorted(groups.items(), key=lambda kv: (FEDHDP_METHODS.index(kv[0][0]),
                                                                          kv[0][1] if kv[0][1] is not None else -1)):
-        row = {"method": method, "label": METHOD_LABELS[method], "r": ratio, "n": len(mets)}
+        row = {"method": method, "label": method_spec(method).label, "r": ratio, "n": len(mets)}
         for key, _ in COLUMNS:
             row[key] = _mean([m[key] for m in mets])
             if key in _VAR:

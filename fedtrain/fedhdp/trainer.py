@@ -33,75 +33,19 @@ from torch.func import grad, vmap
 
 from fedtrain import ledger as silo_ledger
 from fedtrain.data.base import FederatedData
-from fedtrain.fedhdp.accounting import (CLIENT_ADJACENCY, UNACCOUNTED, check_group_delta,
-                                        effective_noise_multiplier, group_epsilon, update_noise_multiplier)
-from fedtrain.fedhdp.config import METHOD_LABELS, FedHDPConfig
 from fedtrain.data.registry import load_dataset
 from fedtrain.encoding import encode
+from fedtrain.fedhdp.accounting import (CLIENT_ADJACENCY, UNACCOUNTED, check_group_delta,
+                                        effective_noise_multiplier, group_epsilon, update_noise_multiplier)
+from fedtrain.fedhdp.config import FedHDPConfig
+from fedtrain.models.client import FCNet, LinearNet, client_loss, client_model, pad_clients  # noqa: F401 (re-exported)
 
 #: Default bound on clients × parameters per vectorized local-training call (see :func:`train`'s ``client_chunk``;
 #: measured in ``benchmarks/bench_fedhdp_clients.py``).
 CLIENT_CHUNK_ENTRIES = 1 << 20
 
-__all__ = ["CLIENT_CHUNK_ENTRIES", "PrivacyGroup", "FedHDPResult", "privacy_groups", "server_aggregate", "clip_updates", "train",
-           "FCNet", "LinearNet", "local_update"]
-
-
-# --------------------------------------------------------------------------------------------------
-# models: flat parameters, a pure apply (vmap-able)
-# --------------------------------------------------------------------------------------------------
-class FCNet:
-    """Table 6's network: ``x (d) → FC h, ReLU → FC C`` (softmax in the loss); flat parameters of size D."""
-
-    def __init__(self, in_dim: int, hidden: int, out_dim: int):
-        self.shapes = {"w1": (in_dim, hidden), "b1": (hidden,), "w2": (hidden, out_dim), "b2": (out_dim,)}
-        self.num_params = sum(math.prod(s) for s in self.shapes.values())
-
-    def unflatten(self, theta):
-        out, i = {}, 0
-        for k, s in self.shapes.items():
-            n = math.prod(s)
-            out[k] = theta[i:i + n].reshape(s)
-            i += n
-        return out
-
-    def init(self, gen: torch.Generator) -> torch.Tensor:
-        """PyTorch's default ``nn.Linear`` initialization (uniform ±1/√fan_in), from ``gen``."""
-        parts = []
-        for k, s in self.shapes.items():
-            fan_in = s[0] if k.startswith("w") else self.shapes["w" + k[1]][0]
-            b = 1.0 / math.sqrt(fan_in)
-            parts.append((torch.rand(s, generator=gen) * 2 - 1).mul(b).reshape(-1))
-        return torch.cat(parts)
-
-    def apply(self, theta, x):
-        p = self.unflatten(theta)
-        return torch.relu(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
-
-
-class LinearNet:
-    """``f(x) = x W`` (no bias): the theory's linear regression (Appendix A.1), zero initialization."""
-
-    def __init__(self, in_dim: int, out_dim: int):
-        self.shapes = {"w": (in_dim, out_dim)}
-        self.num_params = in_dim * out_dim
-
-    def init(self, gen: torch.Generator) -> torch.Tensor:
-        return torch.zeros(self.num_params)
-
-    def apply(self, theta, x):
-        return x @ theta.reshape(self.shapes["w"])
-
-
-def _loss_fn(model, task: str):
-    def loss(theta, xb, yb, mb):
-        f = model.apply(theta, xb)
-        if task == "regression":
-            per = 0.5 * (f[:, 0] - yb) ** 2
-        else:
-            per = torch.nn.functional.cross_entropy(f, yb.long(), reduction="none")
-        return (per * mb).sum() / mb.sum().clamp(min=1.0)
-    return loss
+__all__ = ["CLIENT_CHUNK_ENTRIES", "PrivacyGroup", "FedHDPResult", "privacy_groups", "server_aggregate", "clip_updates",
+           "train", "FCNet", "LinearNet", "local_update"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -123,17 +67,19 @@ class PrivacyGroup:
 
 
 def privacy_groups(config: FedHDPConfig, data: FederatedData) -> list[PrivacyGroup]:
-    """The groups of ``config.method`` on ``data`` (``info["nonprivate_clients"]`` is the opt-out set).
+    """The groups of ``config.method`` on ``data``: those its registry entry names
+    (:attr:`~fedtrain.methods.registry.MethodSpec.groups`; ``info["nonprivate_clients"]`` is the opt-out set).
 
     Raises ``ValueError`` naming the group when a group has no clients, or when a two-group method
     runs on data without an opt-out set.
     """
     n = data.num_silos
     everyone = np.arange(n)
-    if config.method == "nonprivate":
-        return [PrivacyGroup("nonprivate", everyone, False, 1.0, config.lam_nonprivate)]
-    if config.method == "dp-fedavg":
-        return [PrivacyGroup("private", everyone, True, 1.0, config.lam_private)]
+    spec = config.spec
+    lam = {"nonprivate": config.lam_nonprivate, "private": config.lam_private}
+    if len(spec.groups) == 1:  # one group holding every client
+        g = spec.groups[0]
+        return [PrivacyGroup(g, everyone, g == "private", 1.0, lam[g])]
     if "nonprivate_clients" not in data.info:
         raise ValueError(f"method {config.method!r} needs the dataset's opt-out set info['nonprivate_clients'] "
                          f"({data.name!r} has none); use a client-level dataset (fedtrain datasets)")
@@ -252,7 +198,7 @@ class FedHDPResult:
 
     @property
     def label(self) -> str:
-        return METHOD_LABELS[self.config.method]
+        return self.config.spec.label
 
     def to_dict(self) -> dict:
         return encode({"config": self.config.to_dict(), "label": self.label, "metrics": self.metrics,
@@ -264,16 +210,45 @@ class FedHDPResult:
 # --------------------------------------------------------------------------------------------------
 # the trainer
 # --------------------------------------------------------------------------------------------------
-def _pad(xs, ys):
-    k, nmax, d = len(xs), max(x.shape[0] for x in xs), xs[0].shape[1]
-    x = np.zeros((k, nmax, d), dtype=np.float32)
-    y = np.zeros((k, nmax), dtype=np.float32)
-    m = np.zeros((k, nmax), dtype=np.float32)
-    for i, (a, b) in enumerate(zip(xs, ys)):
-        x[i, :len(a)] = a
-        y[i, :len(a)] = b
-        m[i, :len(a)] = 1
-    return torch.as_tensor(x), torch.as_tensor(y), torch.as_tensor(m)
+@dataclass(frozen=True)
+class _Noise:
+    """The run's noise settings (:mod:`fedtrain.fedhdp.accounting`): effective ``z``, update noise ``z_Δ``, count
+    noise ``z_b`` (``None``: no count released) and the clients a round may contact."""
+
+    z_eff: float
+    z_update: float
+    z_b: float | None
+    contacted: np.ndarray
+    any_private: bool
+
+
+@dataclass
+class _ClientData:
+    """The data as padded tensors: train and local test per client, and the server's test set."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+    m: torch.Tensor
+    xt: torch.Tensor
+    yt: torch.Tensor
+    mt: torch.Tensor
+    sx: torch.Tensor
+    sy: torch.Tensor
+
+
+@dataclass
+class _State:
+    """What changes from round to round: the global model θ, the personal models, who has started, the clipping
+    norm S, the privacy ledger and the recorded curves."""
+
+    theta: torch.Tensor
+    personal: torch.Tensor
+    started: np.ndarray
+    clip: float
+    book: silo_ledger.SiloLedger
+    clip_hist: list = field(default_factory=list)
+    curve_rounds: list = field(default_factory=list)
+    curve: list = field(default_factory=list)
 
 
 def _accuracy(model, task, params, x, y, m):
@@ -295,6 +270,150 @@ def _stats(values: np.ndarray) -> tuple[float, float]:
     return 100.0 * float(values.mean()), 100.0 * float(values.var())
 
 
+def _check_data(config: FedHDPConfig, data: FederatedData) -> list[PrivacyGroup]:
+    """The checks that need the data (task, model, δ < N_g^{-1.1} per private group); the privacy groups."""
+    if data.task == "binary":
+        raise ValueError("client-level training supports multiclass and regression data (got a binary task)")
+    if config.model == "linear" and data.task != "regression":
+        raise ValueError("model='linear' is the theory's linear regression: it needs a regression dataset")
+    groups = privacy_groups(config, data)
+    for g in groups:  # ValueError naming delta and the bound
+        if g.private:
+            check_group_delta(config.delta, g.clients.size, g.name)
+    return groups
+
+
+def _noise_settings(config: FedHDPConfig, groups: list[PrivacyGroup], n_clients: int) -> _Noise:
+    """Effective, update and count noise (:mod:`fedtrain.fedhdp.accounting`); the planned ε is computed here, so
+    that an accountant's range error (``ValueError``) costs no rounds."""
+    q = float(config.sample_rate)
+    any_private = any(g.private and g.contacted for g in groups)
+    contacted = np.zeros(n_clients, dtype=bool)
+    for g in groups:
+        if g.contacted:
+            contacted[g.clients] = True
+    z_b = config.count_noise_per_client * q * int(contacted.sum()) if (config.clip_lr > 0 and any_private) else None
+    z_eff = float(config.noise_multiplier) if config.spec.private else 0.0
+    if any_private and z_eff == 0:
+        raise ValueError("noise_multiplier must be > 0 for a method with a private group (got 0); use method "
+                         "'nonprivate' for the non-private baseline")
+    z_update = update_noise_multiplier(z_eff, z_b) if (z_b is not None and z_eff > 0) else z_eff
+    if any_private:
+        group_epsilon(z_eff, q, config.rounds, config.delta, config.accountant)
+    return _Noise(z_eff, z_update, z_b, contacted, any_private)
+
+
+def _client_data(data: FederatedData) -> _ClientData:
+    x, y, m = pad_clients(data.train_x, data.train_y)
+    xt, yt, mt = pad_clients(data.test_x, data.test_y)
+    if "server_test_x" in data.info:
+        sx = torch.as_tensor(np.asarray(data.info["server_test_x"], dtype=np.float32))
+        sy = torch.as_tensor(np.asarray(data.info["server_test_y"], dtype=np.float32))
+    else:  # the union of the clients' local test sets
+        sx = torch.cat([xt[i][mt[i] > 0] for i in range(data.num_silos)])
+        sy = torch.cat([yt[i][mt[i] > 0] for i in range(data.num_silos)])
+    return _ClientData(x, y, m, xt, yt, mt, sx, sy)
+
+
+def _server_accuracy(model, task: str, theta: torch.Tensor, cd: _ClientData) -> float:
+    return 100.0 * float(_accuracy(model, task, theta, cd.sx[None], cd.sy[None], torch.ones(1, len(cd.sy)))[0])
+
+
+def _round(t: int, st: _State, config: FedHDPConfig, model, loss, task: str, cd: _ClientData,
+           groups: list[PrivacyGroup], noise: _Noise, gen: torch.Generator, client_chunk: int | None) -> None:
+    """One round of Algorithm 2 (module docstring, steps 1-6) on ``st``; the random draws in a fixed order:
+    sampling, local updates, the groups' noise, the count noise."""
+    n_clients, D = st.personal.shape
+    q = float(config.sample_rate)
+    group_of = np.full(n_clients, -1)
+    for gi, g in enumerate(groups):
+        group_of[g.clients] = gi
+    decay = config.lr_decay ** (t // config.decay_every)
+    lr = config.lr * decay
+    sampled = (torch.rand(n_clients, generator=gen) < q).numpy() & noise.contacted
+    idx = np.flatnonzero(sampled)
+    new = idx[~st.started[idx]]
+    st.personal[new] = st.theta
+    st.started[new] = True
+    noise_std = np.array([noise.z_update * st.clip if g.private else 0.0 for g in groups])
+    if idx.size:
+        lam_k = torch.as_tensor(np.array([groups[gi].lam for gi in group_of[idx]]), dtype=torch.float32)
+        lr_p = (1.0 / (1.0 + lam_k)) if config.personal_step == "lemma4" else torch.full(
+            (idx.size,), config.lr_personal * decay)
+        step_k = max(1, CLIENT_CHUNK_ENTRIES // D) if client_chunk is None else int(client_chunk)
+        parts = []
+        for a in range(0, idx.size, step_k):
+            sl, ii = slice(a, a + step_k), idx[a:a + step_k]
+            d_k, st.personal[ii] = local_update(model, loss, st.theta, st.personal[ii], cd.x[ii], cd.y[ii], cd.m[ii],
+                                                lam_k[sl], lr, lr_p[sl], config.local_epochs, config.batch_size, gen)
+            parts.append(d_k)
+        clipped, bits = clip_updates(torch.cat(parts), st.clip)
+    else:
+        clipped, bits = torch.zeros(0, D), torch.zeros(0)
+    member = torch.as_tensor(group_of[idx][None, :] == np.arange(len(groups))[:, None])
+    ratios = np.array([g.ratio for g in groups])
+    expected = np.array([q * g.clients.size for g in groups]) if config.denominator == "expected" else None
+    step, _ = server_aggregate(clipped, member, ratios, noise_std, expected, gen)
+    st.theta = st.theta + step
+    st.book.record_gaussian_releases([1 if (g.private and g.contacted) else 0 for g in groups])
+    if config.clip_lr > 0:  # adaptive clipping (Andrew et al. 2021)
+        n_here = float(idx.size) if config.denominator == "realized" else q * int(noise.contacted.sum())
+        if n_here > 0:
+            z_b = noise.z_b
+            noisy = float((bits - 0.5).sum()) + (float(torch.randn((), generator=gen)) * z_b if z_b else 0.0)
+            st.clip = st.clip * math.exp(-config.clip_lr * (noisy / n_here + 0.5 - config.clip_quantile))
+    st.clip_hist.append(st.clip)
+    if config.eval_every and ((t + 1) % config.eval_every == 0 or t + 1 == config.rounds):
+        st.curve_rounds.append(t + 1)
+        st.curve.append(_server_accuracy(model, task, st.theta, cd))
+
+
+def _metrics(model, task: str, st: _State, cd: _ClientData, groups: list[PrivacyGroup]) -> tuple[dict, np.ndarray,
+                                                                                                 np.ndarray, np.ndarray]:
+    """The paper's metrics (:class:`FedHDPResult`); a client never sampled starts from, and is evaluated with, the
+    final global model.  Returns ``(metrics, per-client global, per-client local, private mask)``."""
+    st.personal[~st.started] = st.theta
+    glob = _accuracy(model, task, st.theta, cd.xt, cd.yt, cd.mt).numpy()
+    loc = _accuracy(model, task, st.personal, cd.xt, cd.yt, cd.mt).numpy()
+    private_client = np.zeros(len(st.started), dtype=bool)
+    for g in groups:
+        private_client[g.clients] = g.private
+    metrics = {"acc_g": _server_accuracy(model, task, st.theta, cd)}
+    for tag, sel in (("p", private_client), ("np", ~private_client)):
+        metrics[f"acc_g_{tag}"], metrics[f"var_g_{tag}"] = _stats(glob[sel])
+        metrics[f"acc_l_{tag}"], metrics[f"var_l_{tag}"] = _stats(loc[sel])
+    metrics["delta_g"] = metrics["acc_g_np"] - metrics["acc_g_p"]
+    metrics["delta_l"] = metrics["acc_l_np"] - metrics["acc_l_p"]
+    if task == "regression":
+        metrics["metric"] = "mse (x100 in acc_* fields)"
+    return metrics, glob, loc, private_client
+
+
+def _privacy(config: FedHDPConfig, groups: list[PrivacyGroup], noise: _Noise, book: silo_ledger.SiloLedger) -> dict:
+    """ε per group from the ledger (what ran, never the plan), with the adjacency and what is left unaccounted."""
+    q = float(config.sample_rate)
+    eps = {}
+    for gi, g in enumerate(groups):
+        if not g.private:
+            eps[g.name] = math.inf
+        elif int(book.dpsgd_steps[gi]):
+            eps[g.name] = float(silo_ledger.spent_epsilons(
+                _one_row(book, gi), np.array([noise.z_eff]), np.array([config.delta]), np.array([q]),
+                config.accountant)[0])
+        else:
+            eps[g.name] = 0.0
+    return {
+        "adjacency": CLIENT_ADJACENCY, "unaccounted": UNACCOUNTED, "accountant": config.accountant,
+        "delta": config.delta, "sample_rate": q,
+        "effective_noise_multiplier": noise.z_eff, "update_noise_multiplier": noise.z_update, "count_noise": noise.z_b,
+        "check_effective": effective_noise_multiplier(noise.z_update, noise.z_b) if noise.z_eff > 0 else 0.0,
+        "groups": {g.name: {"clients": int(g.clients.size), "private": g.private, "ratio": g.ratio, "lambda": g.lam,
+                            "rounds_released": int(book.dpsgd_steps[gi]), "epsilon": eps[g.name]}
+                   for gi, g in enumerate(groups)},
+        "epsilon": max((e for g, e in zip(groups, eps.values()) if g.private), default=math.inf),
+    }
+
+
 def train(config: FedHDPConfig, data: FederatedData | None = None, *, keep_models: bool = False,
           progress: bool = False, client_chunk: int | None = None) -> FedHDPResult:
     """Run ``config`` (module docstring) on ``data`` (default: ``load_dataset(config.dataset, **options)``).
@@ -307,162 +426,44 @@ def train(config: FedHDPConfig, data: FederatedData | None = None, *, keep_model
 
     Every check (groups, δ < N_g^{-1.1} per private group, noise settings, the planned ε within the
     accountant's range, dataset fit) happens before the first round; ValueErrors name the argument.
-    Seeded: the same config and data give the same numbers on the same machine.
+    Seeded: every random draw comes from one generator seeded with ``config.seed`` (the global random state of
+    torch and numpy is neither read nor changed), so the same config and data give the same numbers on the same
+    machine.
     """
     if not isinstance(config, FedHDPConfig):
         raise ValueError(f"config must be a FedHDPConfig (got {type(config).__name__})")
     if data is None:
         data = load_dataset(config.dataset, **config.dataset_options)
-    if data.task == "binary":
-        raise ValueError("client-level training supports multiclass and regression data (got a binary task)")
-    if config.model == "linear" and data.task != "regression":
-        raise ValueError("model='linear' is the theory's linear regression: it needs a regression dataset")
-    groups = privacy_groups(config, data)
-    for g in groups:  # δ < N_g^{-1.1} for every private group (ValueError naming delta and the bound)
-        if g.private:
-            check_group_delta(config.delta, g.clients.size, g.name)
-    n_clients = data.num_silos
-    q = float(config.sample_rate)
-    adaptive = config.clip_lr > 0
-    any_private = any(g.private and g.contacted for g in groups)
-    contacted = np.zeros(n_clients, dtype=bool)
-    for g in groups:
-        if g.contacted:
-            contacted[g.clients] = True
-    z_b = config.count_noise_per_client * q * int(contacted.sum()) if (adaptive and any_private) else None
-    z_eff = float(config.noise_multiplier)
-    if config.method == "nonprivate":
-        z_eff = 0.0
-    if any_private and z_eff == 0:
-        raise ValueError("noise_multiplier must be > 0 for a method with a private group (got 0); use method "
-                         "'nonprivate' for the non-private baseline")
-    z_update = update_noise_multiplier(z_eff, z_b) if (z_b is not None and z_eff > 0) else z_eff
-    if any_private:  # the planned ε, before training: an accountant's range error (ValueError) costs no rounds
-        group_epsilon(z_eff, q, config.rounds, config.delta, config.accountant)
-
-    torch.manual_seed(0)  # nothing below uses the global generator; fixed for safety
+    groups = _check_data(config, data)
+    noise = _noise_settings(config, groups, data.num_silos)
     gen = torch.Generator().manual_seed(int(config.seed))
     t0 = time.perf_counter()
-    d = data.dim
-    if data.task == "regression":
-        out = 1
-    else:
-        out = int(data.num_classes)
-    model = FCNet(d, config.hidden, out) if config.model == "fc" else LinearNet(d, out)
-    loss = _loss_fn(model, data.task)
-    x, y, m = _pad(data.train_x, data.train_y)
-    xt, yt, mt = _pad(data.test_x, data.test_y)
-    if "server_test_x" in data.info:
-        sx = torch.as_tensor(np.asarray(data.info["server_test_x"], dtype=np.float32))
-        sy = torch.as_tensor(np.asarray(data.info["server_test_y"], dtype=np.float32))
-    else:
-        sx, sy = torch.cat([xt[i][mt[i] > 0] for i in range(n_clients)]), torch.cat(
-            [yt[i][mt[i] > 0] for i in range(n_clients)])
-    G = len(groups)
-    group_of = np.full(n_clients, -1)
-    for gi, g in enumerate(groups):
-        group_of[g.clients] = gi
-    lam_all = torch.as_tensor(np.array([groups[gi].lam for gi in group_of]), dtype=torch.float32)
-    ratios = np.array([g.ratio for g in groups])
-    expected = np.array([q * g.clients.size for g in groups]) if config.denominator == "expected" else None
-
+    out_dim = 1 if data.task == "regression" else int(data.num_classes)
+    model = client_model(config.model, data.dim, out_dim, hidden=config.hidden)
+    loss = client_loss(model, data.task)
+    cd = _client_data(data)
     theta = model.init(gen)
-    D = theta.numel()
-    personal = torch.zeros(n_clients, D)
-    started = np.zeros(n_clients, dtype=bool)
-    S = float(config.clip)
     plan = silo_ledger.PrivacyPlan(np.array([config.rounds if (g.private and g.contacted) else 0 for g in groups]))
-    book = silo_ledger.SiloLedger(G, plan)
-    release = np.array([1 if (g.private and g.contacted) else 0 for g in groups])
-    clip_hist, curve_rounds, curve = [], [], []
-    it = range(config.rounds)
+    st = _State(theta=theta, personal=torch.zeros(data.num_silos, theta.numel()),
+                started=np.zeros(data.num_silos, dtype=bool), clip=float(config.clip),
+                book=silo_ledger.SiloLedger(len(groups), plan))
+    rounds = range(config.rounds)
     if progress:
         from tqdm.auto import tqdm
 
-        it = tqdm(it, desc=f"{config.method}", leave=False)
-    for t in it:
-        decay = config.lr_decay ** (t // config.decay_every)
-        lr = config.lr * decay
-        sampled = (torch.rand(n_clients, generator=gen) < q).numpy() & contacted
-        idx = np.flatnonzero(sampled)
-        new = idx[~started[idx]]
-        personal[new] = theta
-        started[new] = True
-        noise_std = np.array([z_update * S if g.private else 0.0 for g in groups])
-        if idx.size:
-            lam_k = lam_all[idx]
-            lr_p = (1.0 / (1.0 + lam_k)) if config.personal_step == "lemma4" else torch.full(
-                (idx.size,), config.lr_personal * decay)
-            step_k = max(1, CLIENT_CHUNK_ENTRIES // D) if client_chunk is None else int(client_chunk)
-            parts = []
-            for a in range(0, idx.size, step_k):
-                sl, ii = slice(a, a + step_k), idx[a:a + step_k]
-                d_k, personal[ii] = local_update(model, loss, theta, personal[ii], x[ii], y[ii], m[ii], lam_k[sl],
-                                                 lr, lr_p[sl], config.local_epochs, config.batch_size, gen)
-                parts.append(d_k)
-            delta = torch.cat(parts)
-            clipped, bits = clip_updates(delta, S)
-        else:
-            clipped, bits = torch.zeros(0, D), torch.zeros(0)
-        member = torch.as_tensor(group_of[idx][None, :] == np.arange(G)[:, None])
-        step, _ = server_aggregate(clipped, member, ratios, noise_std, expected, gen)
-        theta = theta + step
-        book.record_dpsgd(release)  # the ledger: what each group released this round
-        if adaptive:
-            n_here = float(idx.size) if config.denominator == "realized" else q * int(contacted.sum())
-            if n_here > 0:
-                noisy = float((bits - 0.5).sum()) + (float(torch.randn((), generator=gen)) * z_b if z_b else 0.0)
-                frac = noisy / n_here + 0.5
-                S = S * math.exp(-config.clip_lr * (frac - config.clip_quantile))
-        clip_hist.append(S)
-        if config.eval_every and ((t + 1) % config.eval_every == 0 or t + 1 == config.rounds):
-            curve_rounds.append(t + 1)
-            curve.append(100.0 * float(_accuracy(model, data.task, theta, sx[None], sy[None],
-                                                 torch.ones(1, len(sy)))[0]))
-    book.check_complete()
-    # evaluation (a client never sampled starts from, and is evaluated with, the final global model)
-    personal[~started] = theta
-    glob = _accuracy(model, data.task, theta, xt, yt, mt).numpy()
-    loc = _accuracy(model, data.task, personal, xt, yt, mt).numpy()
-    acc_g = 100.0 * float(_accuracy(model, data.task, theta, sx[None], sy[None], torch.ones(1, len(sy)))[0])
-    private_client = np.zeros(n_clients, dtype=bool)
-    for g in groups:
-        private_client[g.clients] = g.private
-    metrics = {"acc_g": acc_g}
-    for tag, sel in (("p", private_client), ("np", ~private_client)):
-        metrics[f"acc_g_{tag}"], metrics[f"var_g_{tag}"] = _stats(glob[sel])
-        metrics[f"acc_l_{tag}"], metrics[f"var_l_{tag}"] = _stats(loc[sel])
-    metrics["delta_g"] = metrics["acc_g_np"] - metrics["acc_g_p"]
-    metrics["delta_l"] = metrics["acc_l_np"] - metrics["acc_l_p"]
-    if data.task == "regression":
-        metrics["metric"] = "mse (x100 in acc_* fields)"
-    eps = {}
-    for gi, g in enumerate(groups):
-        steps = int(book.dpsgd_steps[gi])
-        if not g.private:
-            eps[g.name] = math.inf
-        else:
-            eps[g.name] = float(silo_ledger.spent_epsilons(
-                _one_row(book, gi), np.array([z_eff]), np.array([config.delta]), np.array([q]), config.accountant)[0]) \
-                if steps else 0.0
-    privacy = {
-        "adjacency": CLIENT_ADJACENCY, "unaccounted": UNACCOUNTED, "accountant": config.accountant,
-        "delta": config.delta, "sample_rate": q,
-        "effective_noise_multiplier": z_eff, "update_noise_multiplier": z_update, "count_noise": z_b,
-        "check_effective": effective_noise_multiplier(z_update, z_b) if z_eff > 0 else 0.0,
-        "groups": {g.name: {"clients": int(g.clients.size), "private": g.private, "ratio": g.ratio, "lambda": g.lam,
-                            "rounds_released": int(book.dpsgd_steps[gi]), "epsilon": eps[g.name]}
-                   for gi, g in enumerate(groups)},
-        "epsilon": max((e for g, e in zip(groups, eps.values()) if g.private), default=math.inf),
-    }
+        rounds = tqdm(rounds, desc=f"{config.method}", leave=False)
+    for t in rounds:
+        _round(t, st, config, model, loss, data.task, cd, groups, noise, gen, client_chunk)
+    st.book.check_complete()
+    metrics, glob, loc, private_client = _metrics(model, data.task, st, cd, groups)
     return FedHDPResult(
         config=config, metrics=metrics, per_client_global=glob, per_client_local=loc, nonprivate=~private_client,
-        privacy=privacy, wall_time=time.perf_counter() - t0,
-        curve_rounds=np.array(curve_rounds) if curve_rounds else None,
-        curve=np.array(curve) if curve_rounds else None, clip_history=np.array(clip_hist),
-        never_sampled=int((~started & contacted).sum()), data=data.summary(),
-        global_model=theta.numpy().copy() if keep_models else None,
-        personal_models=personal.numpy().copy() if keep_models else None)
+        privacy=_privacy(config, groups, noise, st.book), wall_time=time.perf_counter() - t0,
+        curve_rounds=np.array(st.curve_rounds) if st.curve_rounds else None,
+        curve=np.array(st.curve) if st.curve_rounds else None, clip_history=np.array(st.clip_hist),
+        never_sampled=int((~st.started & noise.contacted).sum()), data=data.summary(),
+        global_model=st.theta.numpy().copy() if keep_models else None,
+        personal_models=st.personal.numpy().copy() if keep_models else None)
 
 
 def _one_row(book: silo_ledger.SiloLedger, gi: int) -> silo_ledger.SiloLedger:

@@ -2,8 +2,13 @@
 generic ``torch.func`` path).  The layout and the paths: :mod:`fedtrain.models`."""
 from __future__ import annotations
 
+import math
+from typing import Mapping
+
 import torch
 from torch.func import grad, vmap
+
+from fedtrain.losses import Loss
 
 __all__ = ["FunctionalModel", "EXPANDED_NORM_REL_TOL", "GENERIC_MAX_ENTRIES", "CUDA_MAX_ENTRIES"]
 

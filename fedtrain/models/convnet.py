@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import collections
 import math
+from typing import Mapping
 
 import torch
 import torch.nn.functional as F
 
-from fedtrain.models.base import CUDA_MAX_ENTRIES, FunctionalModel
+from fedtrain.losses import Loss
+from fedtrain.models.base import FunctionalModel
 
 __all__ = ["ConvNetModel", "convnet_module", "CONVNET_CHANNELS", "CONVNET_MIN_VALID", "CONVNET_EXAMPLE_CHUNK"]
 

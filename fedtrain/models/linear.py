@@ -2,10 +2,9 @@
 (:mod:`fedtrain.models` explains the expanded norm and its error bound)."""
 from __future__ import annotations
 
-import math
-
 import torch
 
+from fedtrain.losses import Loss
 from fedtrain.models.base import EXPANDED_NORM_REL_TOL, FunctionalModel
 
 __all__ = ["LinearModel"]

@@ -10,6 +10,7 @@ import torch
 from fedtrain.data.registry import load_dataset
 from fedtrain.fedhdp import FedHDPConfig, train
 from fedtrain.fedhdp import trainer as T
+from fedtrain.models.client import client_loss, pad_clients
 from fedtrain.fedhdp.accounting import (PAPER_PRIVACY, effective_noise_multiplier, group_epsilon,
                                         update_noise_multiplier)
 
@@ -224,8 +225,8 @@ def test_seeded_runs_repeat(small):
 def test_vectorized_local_update_matches_per_client_loop(small):
     """vmap over clients gives each client's own local training (checked against a loop of single clients)."""
     model = T.FCNet(small.dim, 8, 10)
-    loss = T._loss_fn(model, "multiclass")
-    x, y, m = T._pad(small.train_x[:5], small.train_y[:5])
+    loss = client_loss(model, "multiclass")
+    x, y, m = pad_clients(small.train_x[:5], small.train_y[:5])
     theta = model.init(torch.Generator().manual_seed(0))
     lam = torch.full((5,), 0.1)
     lrp = torch.full((5,), 0.3)
