@@ -4,7 +4,8 @@ Grids: ``fig6-fashion`` and ``fig3d-fashion`` (:data:`fedtrain.presets.REAL_IMAG
 :func:`fedtrain.presets.deep_grid` and :func:`fedtrain.sweep.run_sweep` into a
 :class:`fedtrain.results.ResultsStore`), ``claims-fashion`` (:data:`fedtrain.presets.FEDHDP_GRIDS`, through
 :func:`fedtrain.presets.fedhdp_grid` and :func:`fedtrain.fedhdp.experiments.run_experiment`, one JSON file per
-run).  Every finished run is written atomically and skipped on the next start, so the command resumes where it
+run, filed under its row key: the config's key with the engine version and the data's identity,
+:mod:`fedtrain.fedhdp.store`; a folder written before that keying: ``tools/migrate_fedhdp_keys.py``).  Every finished run is written atomically and skipped on the next start, so the command resumes where it
 stopped; runs are ordered seed by seed, so an interrupted grid has whole seeds first.
 
 Usage (background, lowest priority, one core; the store lives outside the repository, in
@@ -78,12 +79,15 @@ def _deep(grid: str, folder: Path, seeds, status_only: bool, first=()) -> int:
 
 
 def _fedhdp(grid: str, folder: Path, seeds, status_only: bool) -> int:
-    from fedtrain.fedhdp.experiments import _key, run_experiment
+    from fedtrain.data.registry import load_dataset
+    from fedtrain.fedhdp.experiments import run_experiment
+    from fedtrain.fedhdp.store import row_path
     from fedtrain.presets import fedhdp_grid
 
     configs = fedhdp_grid(grid, seeds=seeds)
     configs.sort(key=lambda c: c.seed)
-    done = sum((folder / f"{_key(c)}.json").exists() for c in configs)
+    identity = {name: load_dataset(name).identity() for name in {c.dataset for c in configs}}
+    done = sum(row_path(folder, c, identity[c.dataset]).exists() for c in configs)
     print(f"{grid}: {done} of {len(configs)} runs in {folder} (z = {configs[0].noise_multiplier})", flush=True)
     if status_only:
         return 0

@@ -25,6 +25,7 @@ from fedtheory.validation import check_integer_at_least, check_positive
 from fedtrain.data.cifar_hetero import CIFAR10_TRAIN_PER_CLASS, PAPER_NUM_SILOS
 from fedtrain.fedhdp.accounting import group_epsilon
 from fedtrain.fedhdp.config import FedHDPConfig
+from fedtrain.fedhdp.experiments import method_configs
 from fedtrain.methods.registry import method_spec
 from fedtrain.sweep import expand_grid, repeat_configs
 
@@ -450,13 +451,11 @@ def fedhdp_grid(name: str = "claims-fashion", *, datasets=None, seeds=None) -> l
     g = FEDHDP_GRIDS[name]
     z = fedhdp_noise_for_epsilon(g["target_epsilon"], sample_rate=g["sample_rate"], rounds=g["rounds"],
                                  delta=g["delta"], accountant=g["accountant"])
-    out = []
+    out: list[FedHDPConfig] = []
     for dataset in (g["datasets"] if datasets is None else datasets):
-        for method in g["methods"]:
-            for r in (g["ratios"] if method == "fedhdp" else (1.0,)):
-                for seed in (g["seeds"] if seeds is None else seeds):
-                    out.append(FedHDPConfig(dataset=dataset, dataset_options=dict(g["dataset_options"]),
-                                            method=method, ratio=r, seed=int(seed), rounds=g["rounds"],
-                                            local_epochs=g["local_epochs"], sample_rate=g["sample_rate"],
-                                            noise_multiplier=z, delta=g["delta"], accountant=g["accountant"]))
+        for method in g["methods"]:  # the methods with the weight ratio r (registry) at every ratio, the others once
+            for c in method_configs(method, g["ratios"], dataset=dataset, dataset_options=dict(g["dataset_options"]),
+                                    rounds=g["rounds"], local_epochs=g["local_epochs"], sample_rate=g["sample_rate"],
+                                    noise_multiplier=z, delta=g["delta"], accountant=g["accountant"]):
+                out += [c.replace(seed=int(seed)) for seed in (g["seeds"] if seeds is None else seeds)]
     return out

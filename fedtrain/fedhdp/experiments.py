@@ -33,7 +33,7 @@ import numpy as np
 from fedtrain.data.registry import load_dataset
 from fedtrain.encoding import decode_float
 from fedtrain.fedhdp.config import FEDHDP_METHODS, FedHDPConfig
-from fedtrain.fedhdp.store import read_row, row_path, write_row
+from fedtrain.fedhdp.store import read_row, row_path, stored_rows, write_row
 from fedtrain.methods.registry import method_spec
 from fedtrain.results import _atomic_write_text
 
@@ -128,7 +128,7 @@ def load_results(store: str | Path) -> list[dict]:
         return json.loads(path.read_text())["runs"]
     if not path.is_dir():
         raise FileNotFoundError(f"no FedHDP results at {path} (run: fedtrain fedhdp-claims --results {path})")
-    return [read_row(p) for p in sorted(path.glob("*.json"))]
+    return stored_rows(path)
 
 
 def save_results(rows: Sequence[dict], path: str | Path, *, scale: str, command: str) -> None:

@@ -11,13 +11,17 @@ under (:func:`check_row`); writes are atomic (a reader sees the old file or the 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from fedtrain.data.base import data_identity
 from fedtrain.fedhdp.config import FedHDPConfig
 from fedtrain.results import ResultsStoreError, _atomic_write_text, row_key
 
-__all__ = ["run_key", "row_path", "check_row", "read_row", "write_row"]
+__all__ = ["ROW_KEY", "run_key", "row_path", "check_row", "read_row", "write_row", "stored_rows"]
+
+#: The names of row files (``<16 hex>-<12 hex>``); other files in a folder are not rows (:func:`stored_rows`).
+ROW_KEY = re.compile(r"^[0-9a-f]{16}-[0-9a-f]{12}$")
 
 
 def run_key(config: FedHDPConfig, identity: dict) -> str:
@@ -63,3 +67,9 @@ def write_row(folder: str | Path, row: dict) -> Path:
     path = row_path(folder, config, identity)
     _atomic_write_text(path, json.dumps({**row, "key": path.stem}, allow_nan=True))
     return path
+
+
+def stored_rows(folder: str | Path) -> list[dict]:
+    """Every row filed in ``folder`` under a row key (each checked against it), in key order; files with other
+    names (rows of an older keying, ``tools/migrate_fedhdp_keys.py``) are not read."""
+    return [read_row(p) for p in sorted(Path(folder).glob("*.json")) if ROW_KEY.match(p.stem)]

@@ -78,7 +78,7 @@ def test_round_trip_and_key():
     (dict(num_clusters=0), r"num_clusters must be an integer >= 1"),  # another method's option: still checked
     (dict(dataset_options={"f": object()}), r"dataset_options must hold only JSON values"),
     (dict(dataset=""), r"dataset must be a non-empty string"),
-    (dict(dataset="noniid-digits"), r"dataset 'noniid-digits' is one of FedHDP's client-level datasets"),
+    (dict(dataset="noniid-digits"), r"dataset 'noniid-digits' is one of the client-level datasets .*privacy unit is a client"),
     (dict(lamda=1.0), r"unknown RunConfig field\(s\) \['lamda'\]"),
 ])
 def test_bad_configs_raise(kw, match):
@@ -116,17 +116,22 @@ def test_every_field_has_a_generated_message(method, name, p):
     declaration: it names the field and states the valid range."""
     import re
 
-    kw = dict(dataset="school", method=method)
+    from fedtrain.fedhdp.config import FedHDPConfig
+    from fedtrain.methods.registry import CLIENT, method_spec
+
+    client = method_spec(method).unit == CLIENT  # configured by FedHDPConfig, the record-level ones by RunConfig
+    make = FedHDPConfig if client else RunConfig
+    kw = dict(dataset="noniid-digits" if client else "school", method=method)
     kw[name] = _bad_value(p)
     with pytest.raises(ValueError) as info:
-        RunConfig(**kw)
+        make(**kw)
     msg = str(info.value)
     assert msg.startswith(f"{name} must be ") and p.range_text() in msg, msg
     # and also non-finite floats where finite ones are required
     if p.kind == "float":
         kw[name] = math.inf
         with pytest.raises(ValueError, match=re.escape(f"{name} must be {p.range_text()}")):
-            RunConfig(**kw)
+            make(**kw)
 
 
 def test_field_table_lists_ranges_and_defaults():
