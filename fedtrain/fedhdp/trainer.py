@@ -20,6 +20,12 @@ Privacy: :mod:`fedtrain.fedhdp.accounting` (client-level adjacency, effective mu
 ledger).  Evaluation (Sec. 5.1): ``acc_g`` is the global model on the server test set; per client, the
 global model and the personal model on the client's local test data, averaged over the private and the
 non-private clients; a client never sampled is evaluated with the model it would start from (θ^T).
+
+The privacy groups a method forms come from its registry entry (:mod:`fedtrain.methods.registry`), the models from
+:mod:`fedtrain.models.client`.  :func:`train` runs the steps in order: checks against the data
+(:func:`_check_data`), the noise settings and the planned ε (:func:`_noise_settings`), the padded tensors, then
+:func:`_round` T times on the run's state and :func:`_metrics` / :func:`_privacy` at the end.  Every random draw
+comes from one ``torch.Generator`` seeded with the config's seed; the global random state is never touched.
 """
 from __future__ import annotations
 
