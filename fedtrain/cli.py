@@ -152,7 +152,8 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
             if prm.kind == "choice":
                 prm = dataclasses.replace(prm, choices=prm.choices + tuple(c for c in cprm.choices
                                                                            if c not in prm.choices))
-            extra += f". Privacy unit client: {cprm.help}; default {cdefault!r}"
+            extra += (f" (a method whose privacy unit is a client: {cprm.help}, {cprm.range_text()}, default "
+                      f"{cdefault!r}; below: the record-level methods')")
         else:
             extra += f" [privacy unit record only: {', '.join(RECORD_METHODS)}]"
         add_flag(g, name, prm, default, as_list=sweep or name == "seed", flags=_ALIASES.get(name, ()),
