@@ -44,6 +44,7 @@ from fedtrain.encoding import encode
 from fedtrain.fedhdp.accounting import (CLIENT_ADJACENCY, UNACCOUNTED, check_group_delta,
                                         effective_noise_multiplier, group_epsilon, update_noise_multiplier)
 from fedtrain.fedhdp.config import FedHDPConfig
+from fedtrain.methods.registry import METHOD_REGISTRY
 from fedtrain.models.client import FCNet, LinearNet, client_loss, client_model, pad_clients  # noqa: F401 (re-exported)
 
 #: Default bound on clients × parameters per vectorized local-training call (see :func:`train`'s ``client_chunk``;
@@ -301,8 +302,9 @@ def _noise_settings(config: FedHDPConfig, groups: list[PrivacyGroup], n_clients:
     z_b = config.count_noise_per_client * q * int(contacted.sum()) if (config.clip_lr > 0 and any_private) else None
     z_eff = float(config.noise_multiplier) if config.spec.private else 0.0
     if any_private and z_eff == 0:
-        raise ValueError("noise_multiplier must be > 0 for a method with a private group (got 0); use method "
-                         "'nonprivate' for the non-private baseline")
+        baseline = ", ".join(m for m, s in METHOD_REGISTRY.items() if s.private is False)
+        raise ValueError(f"noise_multiplier must be > 0 for a method with a private group (got 0); use method "
+                         f"{baseline} for the non-private baseline")
     z_update = update_noise_multiplier(z_eff, z_b) if (z_b is not None and z_eff > 0) else z_eff
     if any_private:
         group_epsilon(z_eff, q, config.rounds, config.delta, config.accountant)
