@@ -243,6 +243,23 @@ class _ClientData:
     sy: torch.Tensor
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What stays fixed during a run: the config, model and loss, the data's tensors, the groups (and each client's
+    group), the noise settings, the generator and the clients per vectorized call."""
+
+    config: FedHDPConfig
+    model: object
+    loss: object
+    task: str
+    cd: _ClientData
+    groups: list
+    group_of: np.ndarray
+    noise: _Noise
+    gen: torch.Generator
+    client_chunk: int | None
+
+
 @dataclass
 class _State:
     """What changes from round to round: the global model θ, the personal models, who has started, the clipping
@@ -327,15 +344,13 @@ def _server_accuracy(model, task: str, theta: torch.Tensor, cd: _ClientData) -> 
     return 100.0 * float(_accuracy(model, task, theta, cd.sx[None], cd.sy[None], torch.ones(1, len(cd.sy)))[0])
 
 
-def _round(t: int, st: _State, config: FedHDPConfig, model, loss, task: str, cd: _ClientData,
-           groups: list[PrivacyGroup], noise: _Noise, gen: torch.Generator, client_chunk: int | None) -> None:
+def _round(t: int, st: _State, run: _Run) -> None:
     """One round of Algorithm 2 (module docstring, steps 1-6) on ``st``; the random draws in a fixed order:
     sampling, local updates, the groups' noise, the count noise."""
+    config, model, loss, cd, groups, group_of, noise, gen = (run.config, run.model, run.loss, run.cd, run.groups,
+                                                             run.group_of, run.noise, run.gen)
     n_clients, D = st.personal.shape
     q = float(config.sample_rate)
-    group_of = np.full(n_clients, -1)
-    for gi, g in enumerate(groups):
-        group_of[g.clients] = gi
     decay = config.lr_decay ** (t // config.decay_every)
     lr = config.lr * decay
     sampled = (torch.rand(n_clients, generator=gen) < q).numpy() & noise.contacted
@@ -348,7 +363,7 @@ def _round(t: int, st: _State, config: FedHDPConfig, model, loss, task: str, cd:
         lam_k = torch.as_tensor(np.array([groups[gi].lam for gi in group_of[idx]]), dtype=torch.float32)
         lr_p = (1.0 / (1.0 + lam_k)) if config.personal_step == "lemma4" else torch.full(
             (idx.size,), config.lr_personal * decay)
-        step_k = max(1, CLIENT_CHUNK_ENTRIES // D) if client_chunk is None else int(client_chunk)
+        step_k = max(1, CLIENT_CHUNK_ENTRIES // D) if run.client_chunk is None else int(run.client_chunk)
         parts = []
         for a in range(0, idx.size, step_k):
             sl, ii = slice(a, a + step_k), idx[a:a + step_k]
@@ -373,7 +388,7 @@ def _round(t: int, st: _State, config: FedHDPConfig, model, loss, task: str, cd:
     st.clip_hist.append(st.clip)
     if config.eval_every and ((t + 1) % config.eval_every == 0 or t + 1 == config.rounds):
         st.curve_rounds.append(t + 1)
-        st.curve.append(_server_accuracy(model, task, st.theta, cd))
+        st.curve.append(_server_accuracy(model, run.task, st.theta, cd))
 
 
 def _metrics(model, task: str, st: _State, cd: _ClientData, groups: list[PrivacyGroup]) -> tuple[dict, np.ndarray,
@@ -455,13 +470,17 @@ def train(config: FedHDPConfig, data: FederatedData | None = None, *, keep_model
     st = _State(theta=theta, personal=torch.zeros(data.num_silos, theta.numel()),
                 started=np.zeros(data.num_silos, dtype=bool), clip=float(config.clip),
                 book=silo_ledger.SiloLedger(len(groups), plan))
+    group_of = np.full(data.num_silos, -1)
+    for gi, g in enumerate(groups):
+        group_of[g.clients] = gi
+    run = _Run(config, model, loss, data.task, cd, groups, group_of, noise, gen, client_chunk)
     rounds = range(config.rounds)
     if progress:
         from tqdm.auto import tqdm
 
         rounds = tqdm(rounds, desc=f"{config.method}", leave=False)
     for t in rounds:
-        _round(t, st, config, model, loss, data.task, cd, groups, noise, gen, client_chunk)
+        _round(t, st, run)
     st.book.check_complete()
     metrics, glob, loc, private_client = _metrics(model, data.task, st, cd, groups)
     return FedHDPResult(
