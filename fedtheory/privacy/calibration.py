@@ -19,8 +19,8 @@ of the calibration: the accountant (its name, its settings — :attr:`Accountant
 <fedtheory.privacy.accountants.Accountant.description>` — and the versions of the code that computes
 its ε), the target ε, δ, ``rtol`` and the events at two probe noise values (z = 1 and z = 3), which
 pin down the map z ↦ event for every caller here (noise parameters proportional to z, or a fixed
-family of curves).  Files are written to a temporary name and renamed (atomic: concurrent writers of
-one key write the same bits, the last rename wins).  A cached value is the float the search returned
+family of curves).  Files are written atomically (:mod:`fedtheory.atomic_io`: concurrent writers of
+one key write the same bits, the last rename wins; a killed writer's temporary file is removed by a later write).  A cached value is the float the search returned
 (JSON keeps float64 exactly), so cached and uncached runs are bit-identical.
 
 **A cached z is a hint, never a fact.**  The file is outside the code's control (anyone who can write
@@ -38,11 +38,11 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Callable
 
+from fedtheory.atomic_io import remove_stale_temps, write_text_atomic
 from fedtheory.validation import check_open_interval, check_positive
 from fedtheory.privacy.accountants import ACCOUNTANTS, get_accountant
 from fedtheory.privacy.events import DpEvent, event_key
@@ -213,23 +213,18 @@ def _verify(z: float, event_of_noise, target: float, delta: float, accountant: s
     return None
 
 
-_WARNED_FOLDERS: set = set()  # (kind, folder) pairs already warned about in this process
+_WARNED_FOLDERS: set = set()  # (kind, folder) pairs already warned about (or swept) in this process
 
 
 def _write(path: Path, key: dict, z: float) -> None:
+    """Write a cache entry atomically (:func:`fedtheory.atomic_io.write_text_atomic`); a folder that cannot be
+    written gives one warning per folder and process."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump({"key": key, "noise_multiplier": z}, fh, sort_keys=True)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        if ("swept", str(path.parent)) not in _WARNED_FOLDERS:  # a killed writer's leftovers, once per process
+            _WARNED_FOLDERS.add(("swept", str(path.parent)))
+            remove_stale_temps(path.parent, ".*.json.tmp-*")
+        write_text_atomic(path, json.dumps({"key": key, "noise_multiplier": z}, sort_keys=True))
     except OSError as exc:
         folder = ("unwritable", str(path.parent))
         if folder in _WARNED_FOLDERS:  # one warning per folder and process, not one per calibration

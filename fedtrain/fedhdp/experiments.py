@@ -34,7 +34,7 @@ import numpy as np
 from fedtrain.encoding import decode_float
 from fedtrain.fedhdp.config import FedHDPConfig
 from fedtrain.data.registry import load_dataset
-from fedtrain.results import _atomic_write_text
+from fedtheory.atomic_io import write_text_atomic as _atomic_write_text
 
 __all__ = ["SCALES", "experiment_configs", "run_experiment", "load_results", "save_results", "ClaimCheck", "check_claims",
            "best_ratio"]
