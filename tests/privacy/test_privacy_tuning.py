@@ -245,9 +245,9 @@ def test_tuned_dpsgd_round_trip():
 
 
 def test_untuned_matches_dpsgd_calibration():
-    """h ≡ 1 on our grid vs fedtheory.privacy.dpsgd's RDP calibration of one Gaussian release (q = 1):
+    """h ≡ 1 on our grid vs fedtheory.privacy.dpsgd_accounting's RDP calibration of one Gaussian release (q = 1):
     ours is never above (superset-ish dense grid), and within 0.5 %."""
-    from fedtheory.privacy.dpsgd import noise_multiplier
+    from fedtheory.privacy.dpsgd_accounting import noise_multiplier
 
     z_ours = T.tuned_noise_multiplier(0.25, 1e-5, "none", bound="rdp")
     z_c1 = noise_multiplier(0.25, 1e-5, 1.0, 1, accountant="rdp")

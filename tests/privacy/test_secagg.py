@@ -9,7 +9,7 @@ from dp_accounting import gaussian_mechanism
 
 from fedtheory.figures import secagg as FS
 from fedtheory.privacy import secagg as S
-from fedtheory.privacy.dpsgd import epsilon as dpsgd_epsilon
+from fedtheory.privacy.dpsgd_accounting import epsilon as dpsgd_epsilon
 
 FM = dict(M=10, S=11, R=20, sample_rate=512 / 5600, target_eps=1.0, delta=1e-5)
 
