@@ -26,9 +26,11 @@ one key write the same bits, the last rename wins; a killed writer's temporary f
 **A cached z is a hint, never a fact.**  The file is outside the code's control (anyone who can write
 the folder can edit it), so on reading, the accountant recomputes ε of the event at the cached z
 (one evaluation, far cheaper than the search) and the entry is used only if z is finite, > 0 (or 0
-for an event that does not depend on the noise) and its ε is ≤ the target.  Otherwise — and for an
-unreadable, corrupt or mismatched file — the entry is discarded with one warning line, the search
-runs and the file is rewritten.  Nothing else is read from the file: the ε a result reports is
+for an event that does not depend on the noise), its ε is ≤ the target, and it is minimal within ``rtol``:
+ε at ``z·(1−rtol)`` exceeds the target (a second evaluation).  A larger z would be private but would
+train another run than an uncached calibration; a z that passes both checks is as tight as the search's.
+Otherwise — and for an unreadable, corrupt or mismatched file — the entry is discarded with one warning
+line, the search runs and the file is rewritten.  Nothing else is read from the file: the ε a result reports is
 computed by the accountant from what ran (:func:`fedtrain.ledger.spent_epsilons`), never taken from
 the cache.  A folder that cannot be written gives one warning per process, not one per calibration.
 """
@@ -198,18 +200,26 @@ def _read(path: Path, key: dict) -> tuple[float | None, str | None]:
     return z, None
 
 
-def _verify(z: float, event_of_noise, target: float, delta: float, accountant: str) -> str | None:
-    """``None`` if the cached ``z`` meets the target (the accountant recomputes ε at z), else the reason."""
+def _verify(z: float, event_of_noise, target: float, delta: float, accountant: str, rtol: float) -> str | None:
+    """``None`` if the cached ``z`` is what a search would return, else the reason: it meets the target (the
+    accountant recomputes ε at z) and it is minimal within ``rtol`` (ε at ``z·(1−rtol)``, by the search's own
+    ε function, exceeds the target; skipped below the search's smallest z)."""
     if not math.isfinite(z) or z < 0:
         return f"noise_multiplier={z!r} is not finite and >= 0"
+    acc = get_accountant(accountant)
     try:
         if z == 0 and event_of_noise(1.0) != event_of_noise(3.0):
             return f"noise_multiplier=0 gives eps=inf > target {target!r}"
-        eps = get_accountant(accountant).epsilon(event_of_noise(z), delta)
+        eps = acc.epsilon(event_of_noise(z), delta)
+        below = z * (1 - rtol)
+        eps_below = acc.eps_function(event_of_noise, delta)(below) if below >= _Z_MIN else math.inf
     except (ValueError, ArithmeticError) as exc:
         return f"noise_multiplier={z!r} cannot be accounted ({exc})"
     if not eps <= target:
         return f"noise_multiplier={z!r} gives eps={eps!r} > target {target!r} ({accountant} accountant)"
+    if not eps_below > target:
+        return (f"noise_multiplier={z!r} is larger than needed: {below!r} (rtol={rtol!r} less) already gives "
+                f"eps={eps_below!r} <= target {target!r} ({accountant} accountant)")
     return None
 
 
@@ -272,7 +282,7 @@ def calibrate(event_of_noise: Callable[[float], DpEvent], target_eps: float, del
     path = _path(folder, key) if folder is not None else None
     z, why = _read(path, key) if path is not None else (None, None)
     if z is not None:
-        why = _verify(z, event_of_noise, target, delta, accountant)
+        why = _verify(z, event_of_noise, target, delta, accountant, rtol)
         if why is not None:
             z = None
     if why is not None and ("discarded", str(folder)) not in _WARNED_FOLDERS:
