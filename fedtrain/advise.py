@@ -109,7 +109,8 @@ def _tau2(data, fits) -> float:
 
 def predict(data, config, eps_values, *, dp_model: str = "prox") -> list[Prediction]:
     """Predicted λ for every ε of ``eps_values`` (``config``: a :class:`fedtrain.config.RunConfig` giving lr,
-    clip, batch size, rounds, local epochs, δ and accountant).
+    clip, batch size, rounds, local epochs, δ and accountant; its method must be ``"mrmtl"``, ``ValueError``
+    otherwise: the theory and the privacy plan are MR-MTL's).
 
     The prediction is :func:`fedtheory.lambda_advisor.advise_directions`'s common λ, in the units of the λ that
     training uses: per silo the eigen-directions of ``H_k`` with their curvatures ``h_i``, statistical variance
@@ -119,6 +120,9 @@ def predict(data, config, eps_values, *, dp_model: str = "prox") -> list[Predict
     ``advice``: it omits the factor h of :func:`fedtheory.lambda_advisor.direction_lambda`."""
     from fedtrain.engine import resolve_budgets
 
+    if config.method != "mrmtl":  # the theory and the privacy plan below are MR-MTL's (no extra passes, no selections)
+        raise ValueError(f"config.method must be 'mrmtl': the prediction is of MR-MTL's lambda (App. E.5), on "
+                         f"MR-MTL's privacy plan (got {config.method!r})")
     fits = _silo_fits(data)
     n = data.train_sizes
     K = len(fits)
