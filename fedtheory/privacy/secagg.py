@@ -137,11 +137,20 @@ def per_client_noise(M: int, S: int, R: int, sample_rate: float, target_eps: flo
 
     Parameters
     ----------
-    M : clients aggregated per round (all participate); S : local steps per round; R : rounds.
-    sample_rate : Poisson sampling rate q of each local step (expected batch / client dataset size).
-    target_eps, delta : the sample-level (ε, δ) target, add/remove adjacency.
-    calibration : one of :data:`CALIBRATIONS` (trust models in the module docstring).
-    accountant : ``"rdp"``, ``"pld"`` or ``"prv"``.
+    M
+        clients aggregated per round (all participate).
+    S
+        local steps per round.
+    R
+        rounds.
+    sample_rate
+        Poisson sampling rate q of each local step (expected batch / client dataset size).
+    target_eps, delta
+        the sample-level (ε, δ) target, add/remove adjacency.
+    calibration
+        one of :data:`CALIBRATIONS` (trust models in the module docstring).
+    accountant
+        ``"rdp"``, ``"pld"`` or ``"prv"``.
 
     Notes
     -----

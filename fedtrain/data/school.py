@@ -41,11 +41,15 @@ def load_school(
 
     Parameters
     ----------
-    path : a ``school.mat`` file (or a folder holding it); ``None`` searches
+    path
+        a ``school.mat`` file (or a folder holding it); ``None`` searches
         :func:`fedtrain.data.files.default_data_dirs` (``data_dir``, ``$FEDBOOK_DATA_DIR``, ``../shared/data``).
-    test_fraction : per-silo test share, in (0, 1); the paper uses 0.2 (and 0.5, 0.8 in Fig. A8).
-    seed : split seed (silo ``k`` is split with ``default_rng([seed, k])``).
-    verify : check the SHA-256 against :data:`SCHOOL_SHA256` (a mismatch raises ``DatasetCorruptError``).
+    test_fraction
+        per-silo test share, in (0, 1); the paper uses 0.2 (and 0.5, 0.8 in Fig. A8).
+    seed
+        split seed (silo ``k`` is split with ``default_rng([seed, k])``).
+    verify
+        check the SHA-256 against :data:`SCHOOL_SHA256` (a mismatch raises ``DatasetCorruptError``).
     """
     check_open_interval("test_fraction", test_fraction, 0.0, 1.0)
     seed = int(check_integer_at_least("seed", seed, 0))
