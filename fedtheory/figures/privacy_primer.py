@@ -1,7 +1,7 @@
 """Figures and tables of the privacy-primer chapter (ε of DP-SGD under the three accountants).
 
-All numbers come from :mod:`fedtheory.privacy.dpsgd_accounting`; PLD and PRV evaluations cost 0.1–1 s each, so
-the curves use few points and rely on that module's cache (moving a slider back is free).
+All numbers come from :mod:`fedtheory.privacy.dpsgd_accounting`; PLD and PRV evaluations are costly
+(``benchmarks/README.md``), so the curves use few points and rely on that module's cache (moving a slider back is free).
 """
 from __future__ import annotations
 

@@ -103,8 +103,8 @@ def _same_run(out, clean):
     (lambda o: o.update(noise_multiplier="3.0"), "not a float"),                        # not a float
 ])
 def test_a_tampered_noise_multiplier_is_discarded_recalibrated_and_rewritten(cache, clean, tamper, reason):
-    """Before the fix, z×0.1 trained with a tenth of the noise and reported ε = 1 (true ε ≫ 1), and z = 0 trained
-    without noise, reported ε = inf and exited 0.  Now: the same run as with a clean cache, one warning line."""
+    """A cached z×0.1 would train with a tenth of the noise while reporting ε = 1 (true ε ≫ 1), and z = 0 without
+    noise: each is discarded with one warning line, and the run is the one of a clean cache."""
     files = _edit(cache, tamper)
     status, out, err, msgs = _cli(ARGS)
     assert status == 0, err
@@ -120,7 +120,7 @@ def test_a_tampered_noise_multiplier_is_discarded_recalibrated_and_rewritten(cac
 
 
 def test_a_cached_epsilon_field_never_changes_the_reported_epsilon(cache, clean):
-    """Before the fix, editing only the cached ``epsilon`` changed the ε spent a run reported."""
+    """The ε a run reports is the accountant's, from what ran: a cached ``epsilon`` field is never read."""
     _edit(cache, lambda o: o.update(epsilon=0.01))
     status, out, err, msgs = _cli(ARGS)
     assert status == 0 and not msgs, (err, msgs)
@@ -221,7 +221,7 @@ def test_key_names_the_accountant_and_its_settings(cache):
 # an unwritable cache folder
 # ----------------------------------------------------------------------------------------------------
 def test_an_unwritable_cache_folder_warns_once(tmp_path, monkeypatch):
-    """Before: one warning per calibration (79 for one School run).  Now: one per folder and process."""
+    """One warning per folder and process, not one per calibration (a School run makes 79)."""
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     monkeypatch.setenv("FEDBOOK_CACHE_DIR", str(blocker / "calibration"))

@@ -266,8 +266,8 @@ def test_tuning_needs_more_noise_and_more_for_larger_mean():
 
 
 def test_reproduces_fig7_noise_multipliers_with_dp_accounting_orders():
-    """With dp_accounting's default order grid we recover the noise multipliers computed independently
-    in ../shared/notes/mrmtl-paper.md §2.4 (there with dp_accounting's accountant): 14.567 untuned,
+    """With dp_accounting's default order grid we recover the noise multipliers computed independently, outside
+    this code, with dp_accounting's RDP accountant for Fig. 7's setting (App. F): 14.567 untuned,
     27.045 (η = 0) ... 51.779 (η = 5), 34.329 (Poisson), to 1e-3 absolute.  Our default, denser grid
     gives slightly smaller (still ε ≤ 0.25) values."""
     orders = ra.DEFAULT_RDP_ORDERS

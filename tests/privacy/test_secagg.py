@@ -55,7 +55,7 @@ def test_naive_matches_exact_gaussian_composition():
     rdp = S.per_client_noise(**FM, calibration="naive", accountant="rdp")
     assert pld == pytest.approx(exact, rel=5e-3)
     assert rdp >= exact
-    assert exact == pytest.approx(17.50, abs=0.01)  # ../shared/notes/secagg-and-pets.md §A3
+    assert exact == pytest.approx(17.50, abs=0.01)  # naive DDP (round sensitivity S·C, exact GDP), computed independently
 
 
 def test_naive_grows_like_sqrt_s_and_ddp_slower():
