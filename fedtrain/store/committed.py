@@ -100,7 +100,7 @@ def pack_rows(rows: "list[dict]", **header: Any) -> dict:
 
 def unpack_row(doc: dict, row: dict) -> dict:
     """A row of a packed document (:func:`pack_rows`) in the form :meth:`ResultsStore.put
-    <fedtrain.store.working.ResultsStore.put>` wrote it, less :data:`DROPPED_FIELDS`."""
+    <fedtrain.results.ResultsStore.put>` wrote it, less :data:`DROPPED_FIELDS`."""
     out = dict(row)
     out.update(doc["privacy"][row["privacy"]])
     out["data"] = doc["data"][row["data"]]

@@ -44,7 +44,7 @@ def result_row_key(result: "RunResult") -> str:
 def check_row_key(row: dict, filed_as: str, where: str) -> None:
     """Raise :class:`ResultsStoreError` unless the row's stored config and data identity hash to ``filed_as``.
 
-    ``row``: a row as :meth:`ResultsStore.put <fedtrain.store.working.ResultsStore.put>` writes it (``config``
+    ``row``: a row as :meth:`ResultsStore.put <fedtrain.results.ResultsStore.put>` writes it (``config``
     and ``data`` with its ``identity``); ``where``: the file (or file and key) named in the error."""
     try:
         actual = row_key(RunConfig.from_dict(row["config"]), data_identity(row.get("data") or {}))

@@ -7,7 +7,7 @@ __all__ = ["DEFAULT_RESULTS_DIR", "WORK_DIR", "DEFAULT_WORK_STORE", "MANIFEST", 
            "STORE_ENV"]
 
 #: ``results/`` at the repository root: the committed store (``*.json.gz`` and ``MANIFEST.json``, see
-#: :class:`~fedtrain.store.committed.CommittedStore`) and, git-ignored, the working stores of sweeps.
+#: :class:`~fedtrain.results.CommittedStore`) and, git-ignored, the working stores of sweeps.
 DEFAULT_RESULTS_DIR = Path(__file__).resolve().parents[2] / "results"
 #: Working stores of ``fedtrain sweep --preset`` (one JSON file per run, resumable; git-ignored).
 WORK_DIR = DEFAULT_RESULTS_DIR / "work"
@@ -17,7 +17,7 @@ DEFAULT_WORK_STORE = Path("fedtrain-results")
 #: The committed store's manifest; a folder holding one is refused as a working store.
 MANIFEST = "MANIFEST.json"
 #: The committed store's format; 2: rows keyed by configuration and data identity
-#: (:func:`~fedtrain.store.keys.row_key`).
+#: (:func:`~fedtrain.results.row_key`).
 FORMAT = "fedbook-results-2"
 #: The command that regenerates the committed store (what an out-of-date store's error message says).
 REGENERATE_COMMAND = "make results  (= fedtrain sweep --preset paper --pack results)"

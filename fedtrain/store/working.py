@@ -1,21 +1,21 @@
 """The working results store of sweeps: one JSON file per run, written atomically, resumable.
 
-Layout: ``<root>/<row key>.json`` (:func:`~fedtrain.store.keys.row_key`), one row per run: the
+Layout: ``<root>/<row key>.json`` (:func:`~fedtrain.results.row_key`), one row per run: the
 :class:`fedtrain.engine.RunResult` encoded by :meth:`RunResult.to_dict <fedtrain.engine.RunResult.to_dict>` (config,
 metrics, privacy, curve, the data summary with file and checksum), plus ``engine_version``, ``created`` and
-``provenance`` (:func:`~fedtrain.store.provenance.provenance`: engine version, git commit, the command that computed
+``provenance`` (:func:`~fedtrain.results.provenance`: engine version, git commit, the command that computed
 the row, and its seconds).  :meth:`ResultsStore.get` and :meth:`ResultsStore.rows` hand back
 :class:`~fedtrain.engine.RunResult` objects; reading a row checks that its stored config and data identity hash to
-the key it is filed under (:func:`~fedtrain.store.keys.check_row_key`).  Lookups by configuration alone (the book's
+the key it is filed under (:func:`~fedtrain.results.check_row_key`).  Lookups by configuration alone (the book's
 figures) find the row of that configuration whatever its data and fail if the store holds it for two data.
 
 Every write is atomic (:func:`fedtheory.atomic_io.write_text_atomic`): an interrupted write leaves either the old
 row or the new one, never a truncated file; leftover temporary files (``.<key>.json.tmp-*``) are ignored by readers
 and removed by the next process that writes to the store (those older than :data:`STALE_TEMP_SECONDS`).  A write
 that fails (disk full, a read-only folder, a folder where the row file should be) raises
-:class:`~fedtrain.store.keys.ResultsStoreError`, one line naming the file and the reason; the rows already written
+:class:`~fedtrain.results.ResultsStoreError`, one line naming the file and the reason; the rows already written
 are untouched.  The default working store of ``fedtrain sweep`` is
-:data:`~fedtrain.store.layout.DEFAULT_WORK_STORE` (``./fedtrain-results``); a folder holding a committed store
+:data:`~fedtrain.results.DEFAULT_WORK_STORE` (``./fedtrain-results``); a folder holding a committed store
 (``MANIFEST.json``) is refused as a working store.  Two processes writing the same key write the same run and the
 last rename wins; rows of different keys never collide.  A sweep skips every config whose key is already present
 (:meth:`ResultsStore.has`), so re-running it resumes where it stopped.  Rows written by another
