@@ -20,8 +20,9 @@ of the calibration: the accountant (its name, its settings — :attr:`Accountant
 its ε), the target ε, δ, ``rtol`` and the events at two probe noise values (z = 1 and z = 3), which
 pin down the map z ↦ event for every caller here (noise parameters proportional to z, or a fixed
 family of curves).  Files are written atomically (:mod:`fedtheory.atomic_io`: concurrent writers of
-one key write the same bits, the last rename wins; a killed writer's temporary file is removed by a later write).  A cached value is the float the search returned
-(JSON keeps float64 exactly), so cached and uncached runs are bit-identical.
+one key write the same bits, the last rename wins; a killed writer's temporary file is removed by a
+later write).  A cached value is the float the search returned (JSON keeps float64 exactly), so
+cached and uncached runs are bit-identical.
 
 **A cached z is a hint, never a fact.**  The file is outside the code's control (anyone who can write
 the folder can edit it), so on reading, the accountant recomputes ε of the event at the cached z

@@ -41,15 +41,16 @@ def load_mat_silos(
     num_classes: int | None = None,
     info: Mapping[str, Any] | None = None,
 ) -> FederatedData:
-    """A real per-silo dataset from a ``.mat`` file (``X``/``Y`` cell arrays, :func:`read_mat_silos`), with the
-    paper's protocol: per-silo random train/test split and standardization with the training statistics
-    (:func:`fedtrain.data.split.split_and_standardize`).
+    """A real per-silo dataset from a ``.mat`` file (``X``/``Y`` cell arrays,
+    :func:`~fedtrain.data.files.read_mat_silos`), with the paper's protocol: per-silo random train/test split and
+    standardization with the training statistics (:func:`fedtrain.data.split.split_and_standardize`).
 
-    The file is found by :func:`~fedtrain.data.files.find_data_file` (``path``, ``data_dir``, the default folders; ``how_to_get`` in
-    the message when it is missing) and checked against ``sha256`` when given (:func:`~fedtrain.data.files.verify_checksum`).
-    ``check(file, xs, ys)`` may reject the layout (raising :class:`~fedtrain.data.files.DatasetCorruptError`); ``targets(y, file, k)``
-    maps silo ``k``'s raw targets (a scaling, labels to {-1, +1}).  ``info`` is added to the provenance
-    (``file``, ``sha256``, ``test_fraction``, ``split_seed``, ``protocol``).  ``real=True``.
+    The file is found by :func:`~fedtrain.data.files.find_data_file` (``path``, ``data_dir``, the default folders;
+    ``how_to_get`` in the message when it is missing) and checked against ``sha256`` when given
+    (:func:`~fedtrain.data.files.verify_checksum`).  ``check(file, xs, ys)`` may reject the layout (raising
+    :class:`~fedtrain.data.files.DatasetCorruptError`); ``targets(y, file, k)`` maps silo ``k``'s raw targets (a
+    scaling, labels to {-1, +1}).  ``info`` is added to the provenance (``file``, ``sha256``, ``test_fraction``,
+    ``split_seed``, ``protocol``).  ``real=True``.
     """
     check_open_interval("test_fraction", test_fraction, 0.0, 1.0)
     seed = int(check_integer_at_least("seed", seed, 0))

@@ -116,14 +116,13 @@ def unpack_row(doc: dict, row: dict) -> dict:
 class CommittedStore:
     """The committed, read-only results store (``results/`` by default) that the empirical chapters read.
 
-    Layout: ``MANIFEST.json`` (format, preset, engine version, and per file: dataset, scale, figures, rows,
-    SHA-256, seconds, commits, commands; plus the wall-clock time of each computation) and one
-    ``<name>.json.gz`` per dataset (:func:`pack_rows`), written by :func:`fedtrain.book_results.compute_preset`.  Opening it checks
-    that every file was written by this checkout's :data:`~fedtrain.config.ENGINE_VERSION` and matches its
-    SHA-256; otherwise :class:`StaleStoreError` says which file and how to regenerate it
-    (:data:`REGENERATE_COMMAND`).  :meth:`get` and :meth:`select` hand back
-    :class:`~fedtrain.engine.RunResult` objects without :data:`DROPPED_FIELDS` (set to ``None``);
-    :meth:`provenance` gives a row's engine version, commit, command and seconds.  Passed as ``store`` to
+    Layout: ``MANIFEST.json`` (format, preset, engine version, and per file: dataset, scale, figures, rows, SHA-256,
+    seconds, commits, commands; plus the wall-clock time of each computation) and one ``<name>.json.gz`` per dataset
+    (:func:`pack_rows`), written by :func:`fedtrain.book_results.compute_preset`.  Opening it checks that every file
+    was written by this checkout's :data:`~fedtrain.config.ENGINE_VERSION` and matches its SHA-256; otherwise
+    :class:`StaleStoreError` says which file and how to regenerate it (:data:`REGENERATE_COMMAND`).  :meth:`get` and
+    :meth:`select` hand back :class:`~fedtrain.engine.RunResult` objects without :data:`DROPPED_FIELDS` (set to
+    ``None``); :meth:`provenance` gives a row's engine version, commit, command and seconds.  Passed as ``store`` to
     :func:`fedtrain.sweep.run_sweep`, it serves the rows it holds and refuses to train the others.
     """
 
