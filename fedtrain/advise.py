@@ -3,7 +3,7 @@
 Prediction (:func:`predict`), in the units of the λ that training uses.  Each silo's local model is a noisy
 estimate of its true linear model; MR-MTL's prox term ``(λ/2)‖w − w̄‖²`` on the quadratic loss shrinks
 eigen-direction i of ``H_k = X̃_kᵀX̃_k/n_k`` (curvature h_i) toward the centre by ``λ/(h_i + λ)``, so the optimal λ
-scales with the curvature (:func:`fedtheory.advisor.direction_lambda`: ``h_i`` times Theorem E.5's).  Per
+scales with the curvature (:func:`fedtheory.lambda_advisor.direction_lambda`: ``h_i`` times Theorem E.5's).  Per
 direction:
 
 * **statistical error**: least squares on ``[x, 1]`` (the engine's model), residual variance ``σ_k²``; the OLS
@@ -14,13 +14,13 @@ direction:
   ``s²(1 − (1−ηh)^{2T})/(1 − (1−ηh)²)`` (Sec. 5 eq. (2) while ηhT is small, stationary afterwards;
   :func:`fedtheory.privacy.random_walk.dp_gd_noise_variance`).  ``dp_model="release"`` (default) shrinks this
   noise with the local model (App. E.5's release-then-combine reading); ``"prox"`` lets the prox term contract
-  it during training instead (:func:`fedtheory.advisor.direction_errors`);
+  it during training instead (:func:`fedtheory.lambda_advisor.direction_errors`);
 * τ² per parameter, assumed isotropic (``w_k ~ N(θ, τ²I)``): estimated from the spread of the silos' OLS fits
   around the pooled fit, measured in each silo's curvature, minus their statistical variances (method of moments).
 
-The advice is :func:`fedtheory.advisor.advise_directions`'s common λ, minimising the silos' average predicted
+The advice is :func:`fedtheory.lambda_advisor.advise_directions`'s common λ, minimising the silos' average predicted
 excess test error, which is what a ``fedtrain sweep`` over one λ finds.  For comparison the unit-curvature advice
-(Thm E.5 on curvature-weighted variances, :func:`fedtheory.advisor.advise_from_variances`) is reported too.
+(Thm E.5 on curvature-weighted variances, :func:`fedtheory.lambda_advisor.advise_from_variances`) is reported too.
 **Caveats**: the OLS fits and τ̂² use the training data without privacy (a planning tool for the data holder, or
 for a public proxy); clipping bias (the prox term is clipped with the gradient), the early-stopping bias toward
 the initial model and the centre's own dynamics are ignored; the test metric adds each silo's irreducible noise,
@@ -44,8 +44,8 @@ from fedtrain import ledger
 from fedtrain.results import ResultsStore, jsonable
 from fedtrain.sweep import load_config_data, run_sweep, summarize
 
-if TYPE_CHECKING:  # pragma: no cover - fedtheory.advisor pulls scipy.optimize: imported where used, so that
-    from fedtheory.advisor import Advice, DirectionAdvice  # importing fedtrain.cli (`fedtrain run`) stays light
+if TYPE_CHECKING:  # pragma: no cover - fedtheory.lambda_advisor pulls scipy.optimize: imported where used, so that
+    from fedtheory.lambda_advisor import Advice, DirectionAdvice  # importing fedtrain.cli (`fedtrain run`) stays light
 
 __all__ = ["Prediction", "predict", "nearest_grid_error", "interpolated_error", "advise_and_check", "plot_check",
            "configure_advise_parser", "run_advise", "code_commit", "write_check", "load_check",
@@ -109,16 +109,20 @@ def _tau2(data, fits) -> float:
 
 def predict(data, config, eps_values, *, dp_model: str = "prox") -> list[Prediction]:
     """Predicted λ for every ε of ``eps_values`` (``config``: a :class:`fedtrain.config.RunConfig` giving lr,
-    clip, batch size, rounds, local epochs, δ and accountant).
+    clip, batch size, rounds, local epochs, δ and accountant; its method must be ``"mrmtl"``, ``ValueError``
+    otherwise: the theory and the privacy plan are MR-MTL's).
 
-    The prediction is :func:`fedtheory.advisor.advise_directions`'s common λ, in the units of the λ that
+    The prediction is :func:`fedtheory.lambda_advisor.advise_directions`'s common λ, in the units of the λ that
     training uses: per silo the eigen-directions of ``H_k`` with their curvatures ``h_i``, statistical variance
     ``σ_k²/(n_k h_i)·(1 − ρ_i^T)²`` and DP-SGD noise (per step ``s_k² = (ηc z_k/B_k)²`` over ``T_k`` steps,
     contracted by the prox term for ``dp_model="prox"``), τ² per parameter (:func:`_tau2`, isotropic).  The
     unit-curvature advice (Thm E.5 on curvature-weighted variances ``Σ_i h_i v_i/Σ_i h_i``) comes with it as
-    ``advice``: it omits the factor h of :func:`fedtheory.advisor.direction_lambda`."""
+    ``advice``: it omits the factor h of :func:`fedtheory.lambda_advisor.direction_lambda`."""
     from fedtrain.engine import resolve_budgets
 
+    if config.method != "mrmtl":  # the theory and the privacy plan below are MR-MTL's (no extra passes, no selections)
+        raise ValueError(f"config.method must be 'mrmtl': the prediction is of MR-MTL's lambda (App. E.5), on "
+                         f"MR-MTL's privacy plan (got {config.method!r})")
     fits = _silo_fits(data)
     n = data.train_sizes
     K = len(fits)
@@ -132,7 +136,7 @@ def predict(data, config, eps_values, *, dp_model: str = "prox") -> list[Predict
     stop = [(-np.expm1(int(t) * np.log1p(-config.lr * f["h"]))) ** 2 for f, t in zip(fits, steps)]
     stat_dir = [f["sigma2"] * g / (f["n"] * f["h"]) for f, g in zip(fits, stop)]
     stat = np.array([float(f["h"] @ v) for f, v in zip(fits, stat_dir)]) / trace
-    from fedtheory.advisor import DirectionSilo, advise_directions, advise_from_variances
+    from fedtheory.lambda_advisor import DirectionSilo, advise_directions, advise_from_variances
     from fedtheory.privacy.random_walk import dp_gd_noise_variance  # sympy-backed: imported here, not by `fedtrain run`
 
     B = ledger.expected_batch_sizes(n, config.batch_size)
@@ -175,7 +179,7 @@ def configure_advise_parser(p: argparse.ArgumentParser, common: Callable[..., No
             action.type = one_value
     p.add_argument("--check", action="store_true", help="also sweep --lam and report the best lambda per eps")
     p.add_argument("--dp-model", choices=("release", "prox"), default="release",
-                   help="how DP-SGD noise enters the prediction (fedtheory.advisor.direction_errors; default release)")
+                   help="how DP-SGD noise enters the prediction (fedtheory.lambda_advisor.direction_errors; default release)")
     p.add_argument("--check-out", default=None, metavar="FILE",
                    help="with --check: write the report and its provenance (command, commit, seconds, settings) "
                         "to FILE as JSON, atomically")

@@ -20,12 +20,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fedtheory.atomic_io import write_json_gz_atomic, write_text_atomic
 from fedtrain.config import ENGINE_VERSION, RunConfig
 from fedtrain.presets import (DATASET_FIGURES, LR_COMPUTE_ORDER, RESULTS_PRESETS, SCALES, THEORY_GRIDS, book_grid,
                               grid_note, theory_grid)
 from fedtrain.results import (DEFAULT_RESULTS_DIR, FORMAT, MANIFEST, REGENERATE_COMMAND, STORE_ENV, WORK_DIR,
-                              CommittedStore, ResultsStore, ResultsStoreError, _atomic_write_text, _check_row_key,
-                              _write_gzip_json, git_commit, pack_rows, provenance)
+                              CommittedStore, ResultsStore, ResultsStoreError, check_row_key, git_commit, pack_rows,
+                              provenance)
 from fedtrain.sweep import gaussian_lambda_configs, gaussian_lambda_sweep, run_sweep
 
 if TYPE_CHECKING:
@@ -219,12 +220,12 @@ def pack_store(preset: str, *, work: str | os.PathLike | None = None, out: str |
                 raise ValueError(f"working store {store.root} lacks {c.method} eps={c.eps} lam={c.lam} lr={c.lr} "
                                  f"seed={c.seed} (and maybe more); run fedtrain sweep --preset {preset} first")
             row = store._read(path)
-            _check_row_key(row, path.stem, str(path))
+            check_row_key(row, path.stem, str(path))
             rows.append(row)
         figures = list(DATASET_FIGURES.get(name, ("theory",)))
         doc = pack_rows(rows, name=name, dataset=configs[0].dataset, scale=scale, figures=figures, preset=preset)
         fname = f"{name}.json.gz"
-        _write_gzip_json(out / fname, doc)
+        write_json_gz_atomic(out / fname, doc)
         raw = (out / fname).read_bytes()
         files[fname] = {"name": name, "dataset": configs[0].dataset, "scale": scale, "figures": figures,
                         "rows": len(rows), "bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest(),
@@ -243,5 +244,5 @@ def pack_store(preset: str, *, work: str | os.PathLike | None = None, out: str |
     manifest = {"format": FORMAT, "preset": preset, "engine_version": ENGINE_VERSION,
                 "regenerate": REGENERATE_COMMAND, "files": files, "computations": computations,
                 "wall_seconds": round(sum(c["seconds"] for c in computations), 1)}
-    _atomic_write_text(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
+    write_text_atomic(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
     return files

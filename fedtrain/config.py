@@ -67,7 +67,7 @@ __all__ = [
 #: ``key()``).  2: method options nested under ``options``; rows record the data file and checksum.
 #: 3: deterministic noise calibration (the privacy ledger) changes the noise multipliers slightly.
 #: 4: clip-together clipping takes the norm of the summed vector, computed stably (no cancellation).
-#: 5: the geometric Poisson sampler (:class:`fedtrain.dpsgd.PoissonBatcher`; same distribution, other
+#: 5: the geometric Poisson sampler (:class:`fedtrain.dpsgd_step.PoissonBatcher`; same distribution, other
 #: seeded batches) and batched matrix products in the linear model (float32 summation order).
 ENGINE_VERSION = 5
 

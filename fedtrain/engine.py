@@ -13,7 +13,7 @@ run returns, and a sweep stores, nothing.
 
 Vectorization: the parameters of all K silos — and of S configurations of a sweep (e.g. every
 λ × learning rate of one method) — are one tensor ``(S, K, D)`` (``D`` = the model's flat parameter
-count, :mod:`fedtrain.models`); one DP-SGD step updates all of them at once (:mod:`fedtrain.dpsgd`),
+count, :mod:`fedtrain.models`); one DP-SGD step updates all of them at once (:mod:`fedtrain.dpsgd_step`),
 with per-example gradients from the model's closed form (linear) or ``torch.func`` (any model).
 Each configuration has its own random stream (seeded by its ``seed``), so ``run_many`` returns what ``run`` returns for each configuration (up to float32
 summation order).  The Opacus-per-silo path in :mod:`fedtrain.reference` checks the engine.
@@ -32,16 +32,14 @@ import torch
 from fedtrain import ledger
 from fedtrain.config import RunConfig, default_delta, paper_defaults
 from fedtrain.data.base import FederatedData
-from fedtrain.dpsgd import SAMPLERS, PoissonBatcher, dp_direction, draw_noise
+from fedtrain.dpsgd_step import SAMPLERS, PoissonBatcher, dp_direction, draw_noise
 from fedtrain.models import build_model, loss_for_task
 from fedtrain.encoding import decode_float, decode_floats, encode
 from fedtrain.methods import get_method
 
 __all__ = ["RunResult", "run", "run_many", "validate", "resolve_budgets", "Trainer"]
 
-# Fields that may differ between configurations stacked in one vectorized run.
-_BATCHABLE = ("eps", "delta", "lam", "lr", "clip", "seed", "accountant")
-#: The Poisson sampler of ENGINE_VERSION 5 (:class:`fedtrain.dpsgd.PoissonBatcher`).
+#: The Poisson sampler of ENGINE_VERSION 5 (:class:`fedtrain.dpsgd_step.PoissonBatcher`).
 DEFAULT_SAMPLER = "geometric"
 
 
@@ -444,7 +442,7 @@ def run(config: RunConfig, data: FederatedData, *, progress: bool = False, keep_
     ``model_options``: execution options of :func:`fedtrain.models.build_model` that change nothing but
     float32 rounding (``silo_chunk``: silos per vectorized chunk of the generic gradient path;
     ``closed_form=False``: the linear model's generic ``torch.func`` path).
-    ``sampler``: the Poisson sampler (:data:`fedtrain.dpsgd.SAMPLERS`; both are exactly Poisson sampling at
+    ``sampler``: the Poisson sampler (:data:`fedtrain.dpsgd_step.SAMPLERS`; both are exactly Poisson sampling at
     the rate the ledger charges).  The default ``"geometric"`` is what :data:`~fedtrain.config.ENGINE_VERSION`
     5 and the results store mean; ``"sorted-keys"`` reproduces the random streams of engine versions ≤ 4
     (tests compare it with numbers recorded from them).  Results of a non-default sampler must not go into

@@ -53,21 +53,15 @@ PAPER_DEFAULTS: dict[str, dict[str, Any]] = {
 #: K, d, the silo-size range and the split are the real dataset's (Table A1, App. C.1); only τ and the
 #: label noise are free.  They were chosen (once, on data seed 0 with training seeds 0 and 1, never per
 #: seed) so that the book's reduced grid (:data:`REDUCED`: 20 rounds, η = 0.01, the paper's
-#: App. C.4 batch, clip and δ) shows the qualitative results of the paper's Figs. 3 and 5:
+#: App. C.4 batch, clip and δ) shows the qualitative results of the paper's Figs. 3 and 5 (the accuracies that
+#: chose them: ``benchmarks/README.md``):
 #:
-#: * ``vehicle``: τ = 0.5, noise = 0.5.  Before (τ = 0.5, noise = 0.2, 10 rounds, η = 0.1) local training beat
-#:   FedAvg without privacy and lost at ε = 0.5, but MR-MTL never beat both endpoints (best gain over
-#:   max(local, FedAvg): −0.10 at ε = 0.5, −0.003 at ε = 2, +0.001 without privacy).  Label noise 0.5
-#:   (logit noise std half the silo model's norm) makes the local estimates noisier, so pooling helps, and
-#:   η = 0.01 (the paper's Fig. 2 rate) keeps DP-SGD's stationary noise small.  Measured (accuracy, mean of
-#:   2 seeds): ε = 0.5 local 0.654, FedAvg 0.783, MR-MTL(λ*=10) 0.761; ε = 1: 0.751 / 0.794 / 0.793 (λ*=3);
-#:   ε = 2: 0.799 / 0.798 / 0.819 (λ*=1); non-private 0.832 / 0.799 / 0.835 (λ*=0.3).
+#: * ``vehicle``: τ = 0.5, noise = 0.5.  Label noise 0.5 (logit noise std half the silo model's norm) makes the
+#:   local estimates noisier, so pooling helps, and η = 0.01 (the paper's Fig. 2 rate) keeps DP-SGD's stationary
+#:   noise small; with them MR-MTL beats both endpoints at moderate ε.
 #: * ``gleam``: τ = 1.0, noise = 0.5 (GLEAM has fewer records per feature than Vehicle, ~550 training records
-#:   for d = 180, so it needs more heterogeneity before local training wins).  Before (noise 0.2, 10 rounds,
-#:   η = 0.1): gains −0.09 (ε = 0.5), −0.015 (ε = 2), +0.003 (non-private).  Now: ε = 1 local 0.636, FedAvg
-#:   0.714, MR-MTL(λ*=10) 0.701; ε = 2: 0.703 / 0.724 / 0.739 (λ*=3); ε = 4: 0.735 / 0.727 / 0.768 (λ*=3);
-#:   non-private 0.775 / 0.728 / 0.798 (λ*=1).
-#: * ``school``: τ = 0.6, noise = 0.1 (unchanged; the book uses the real School data).
+#:   for d = 180, so it needs more heterogeneity before local training wins).
+#: * ``school``: τ = 0.6, noise = 0.1 (the book uses the real School data).
 #:
 #: At the strongest privacy level MR-MTL stays below FedAvg with λ ≤ 30: under DP-SGD λ → ∞ does not recover
 #: FedAvg (each personal model keeps its own DP noise), the paper's "except in high-privacy regimes"

@@ -281,15 +281,15 @@ def theory_grid(grid: str | None = None) -> dict[str, Any]:
 #: rounds (Fig. 6's "IFCA 5 %") or 10 % (Fig. 3).  Fig. 6's mask ratios and ε are not stated in the paper:
 #: ``mask_ratios`` and ``eps`` here are our choice.
 #:
-#: ``reduced`` runs in seconds on a CPU for the book: the **multiclass linear (softmax) model** instead of the ConvNet
-#: (measured on the book's 2-core machine: one ConvNet DP-SGD run of 60 rounds on the 20 digit silos takes ~7 s, and
-#: Fig. 6 needs 120 runs; the linear model's closed-form per-example gradients take ~0.1 s a run; and at 76 images per
-#: silo the ConvNet learns far less than the linear model under DP, which the ``fig6-convnet`` runs show in the
-#: chapter), on the bundled 8×8 scikit-learn digits (20 silos of 76 + 13 images, 4 rotation groups) and a small
-#: heterogeneous CIFAR-10 stand-in (30 silos × 5 classes, 60 training images per class); 60 / 20 rounds, 2 seeds, two
-#: λ values; IFCA selects in the first 10 % of the rounds (6 selections: with 5 % of 60 rounds it would select 3
-#: times).  MR-MTL's proximal term enters after the noise on the CIFAR stand-in (``prox_mode="post-noise"``, Sec. 5's
-#: update; the clip-together route of the linear model is slow on 3,073 × 10 parameters).
+#: ``reduced`` runs in seconds on a CPU for the book: the **multiclass linear (softmax) model** instead of the
+#: ConvNet (its closed-form per-example gradients make a run far cheaper than a ConvNet run, of which Fig. 6 would
+#: need 120: timings in ``benchmarks/README.md``; and at 76 images per silo the ConvNet learns far less than the
+#: linear model under DP, which the ``fig6-convnet`` runs show in the chapter), on the bundled 8×8 scikit-learn
+#: digits (20 silos of 76 + 13 images, 4 rotation groups) and a small heterogeneous CIFAR-10 stand-in (30 silos × 5
+#: classes, 60 training images per class); 60 / 20 rounds, 2 seeds, two λ values; IFCA selects in the first 10 % of
+#: the rounds (6 selections: with 5 % of 60 rounds it would select 3 times).  MR-MTL's proximal term enters after
+#: the noise on the CIFAR stand-in (``prox_mode="post-noise"``, Sec. 5's update; the clip-together route of the
+#: linear model is slow on 3,073 × 10 parameters).
 DEEP_FIGURES: dict[str, dict[str, Any]] = {
     "fig6": {
         "full": dict(dataset="rotated-masked-mnist", model="convnet", rounds=200, lr=0.03, seeds=(0, 1, 2, 3, 4),
@@ -402,14 +402,14 @@ def deep_grid(figure: str, *, full: bool | None = None) -> list:
 # --------------------------------------------------------------------------------------------------
 # FedHDP's claims on real images (noniid-fashion, noniid-fashion-skewed; Table 6's FC network)
 # --------------------------------------------------------------------------------------------------
-#: FedHDP's claims grid on Fashion-MNIST's non-IID split (2,000 clients x 30 images of one class, each image
-#: once, 5 % opted out).  Table 6's FC network (784 → 50 ReLU → 10, D = 39,760) and Table 7's optimizer,
-#: clipping and Ditto settings (the :class:`~fedtrain.fedhdp.config.FedHDPConfig` defaults), q = 0.05 (~100
-#: clients a round), but T = 200 rounds of E = 5 local epochs instead of 500 of 25 (CPU budget: about 1 s of
-#: one core a round, so ~4 min a run and ~4 h for the 60 runs; benchmarks/README.md), so the effective noise
-#: multiplier is calibrated to the paper's ε = 3.6 at δ = 1e-4 (RDP accountant, client-level add/remove adjacency) for the 200 rounds run:
-#: z = :func:`fedhdp_noise_for_epsilon` (1.133 against the paper's 1.5 for 500 rounds).  FedHDP over the r grid;
-#: DP-FedAvg+Ditto, HDP-FedAvg+Ditto and non-private+Ditto once each; 3 seeds; both datasets.
+#: FedHDP's claims grid on Fashion-MNIST's non-IID split (2,000 clients x 30 images of one class, each image once, 5
+#: % opted out).  Table 6's FC network (784 → 50 ReLU → 10, D = 39,760) and Table 7's optimizer, clipping and Ditto
+#: settings (the :class:`~fedtrain.fedhdp.config.FedHDPConfig` defaults), q = 0.05 (~100 clients a round), but T =
+#: 200 rounds of E = 5 local epochs instead of 500 of 25 (the CPU budget of the 60 runs: ``benchmarks/README.md``),
+#: so the effective noise multiplier is calibrated to the paper's ε = 3.6 at δ = 1e-4 (RDP accountant, client-level
+#: add/remove adjacency) for the 200 rounds run: z = :func:`fedhdp_noise_for_epsilon` (1.133 against the paper's 1.5
+#: for 500 rounds).  FedHDP over the r grid; DP-FedAvg+Ditto, HDP-FedAvg+Ditto and non-private+Ditto once each; 3
+#: seeds; both datasets.
 FEDHDP_GRIDS: dict[str, dict[str, Any]] = {
     "claims-fashion": dict(datasets=("noniid-fashion", "noniid-fashion-skewed"), rounds=200, local_epochs=5,
                            sample_rate=0.05, target_epsilon=3.6, delta=1e-4, accountant="rdp",

@@ -127,15 +127,21 @@ def run_sweep(
 
     Parameters
     ----------
-    store : a :class:`ResultsStore` or its folder; ``None`` keeps rows in memory only.
-    data : the dataset to use (for sweeps over one dataset) or a mapping ``config.dataset -> data``;
+    store
+        a :class:`ResultsStore` or its folder; ``None`` keeps rows in memory only.
+    data
+        the dataset to use (for sweeps over one dataset) or a mapping ``config.dataset -> data``;
         otherwise each dataset is loaded with :func:`load_config_data` (``data_dir`` for real files).
-    runner : ``runner(configs, data) -> results`` (default :func:`fedtrain.engine.run_many`); for the ray
+    runner
+        ``runner(configs, data) -> results`` (default :func:`fedtrain.engine.run_many`); for the ray
         executor it must be picklable (a module-level function or object).
-    chunk_size : configurations handed to the runner at once (one batch; one Ray task); each batch is
+    chunk_size
+        configurations handed to the runner at once (one batch; one Ray task); each batch is
         stored when it finishes.
-    progress : tqdm bar over configurations; ``None`` = only when stdout is a terminal.
-    executor : where the batches run (:mod:`fedtrain.executors`): ``"local"`` (default, this process),
+    progress
+        tqdm bar over configurations; ``None`` = only when stdout is a terminal.
+    executor
+        where the batches run (:mod:`fedtrain.executors`): ``"local"`` (default, this process),
         ``"ray"`` (Ray tasks; ``executor_options``: ``address``, ``num_cpus``, ``retries``, ``threads``), or an
         :class:`~fedtrain.executors.Executor` (left open for the caller).  Only this process writes the store;
         batches that still fail after their retries raise :class:`~fedtrain.executors.SweepTaskError` once

@@ -24,8 +24,8 @@ from pathlib import Path
 from fedtrain.config import RunConfig
 from fedtrain.data.registry import generator_identity
 from fedtrain.data.school import SCHOOL_SHA256
-from fedtrain.results import (FORMAT, MANIFEST, _atomic_write_text, _unpack_row, _write_gzip_json, pack_rows,
-                              row_key)
+from fedtheory.atomic_io import write_json_gz_atomic, write_text_atomic
+from fedtrain.results import FORMAT, MANIFEST, pack_rows, row_key, unpack_row
 
 OLD_FORMAT = "fedbook-results-1"
 
@@ -55,7 +55,7 @@ def migrate(root: Path) -> dict:
         doc = json.loads(gzip.decompress(raw).decode("utf-8"))
         rows = []
         for packed in doc["rows"]:
-            row = _unpack_row(doc, packed)
+            row = unpack_row(doc, packed)
             config = RunConfig.from_dict(row["config"])
             assert row["key"] == config.key(), (fname, row["key"])
             identity = identity_of(row)
@@ -68,7 +68,7 @@ def migrate(root: Path) -> dict:
         for a, b in zip(doc["rows"], new["rows"]):  # the numbers keep their bits
             assert a["test_metric"] == b["test_metric"] and a["curve"] == b["curve"], a["key"]
             assert doc["privacy"][a["privacy"]] == new["privacy"][b["privacy"]], a["key"]
-        _write_gzip_json(root / fname, new)
+        write_json_gz_atomic(root / fname, new)
         raw = (root / fname).read_bytes()
         info.update(bytes=len(raw), sha256=hashlib.sha256(raw).hexdigest())
         counts[fname] = len(rows)
@@ -79,7 +79,7 @@ def migrate(root: Path) -> dict:
         "what": "rows re-keyed by configuration and data identity (School: the file's SHA-256; stand-ins and the "
                 "Gaussian model: generator and options); numbers unchanged; a random sample recomputed by "
                 "tests/store/test_results_store.py"}
-    _atomic_write_text(root / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
+    write_text_atomic(root / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
     return counts
 
 

@@ -1,14 +1,14 @@
 """Figures and tables of the privacy-primer chapter (ε of DP-SGD under the three accountants).
 
-All numbers come from :mod:`fedtheory.privacy.dpsgd`; PLD and PRV evaluations cost 0.1–1 s each, so
-the curves use few points and rely on that module's cache (moving a slider back is free).
+All numbers come from :mod:`fedtheory.privacy.dpsgd_accounting`; PLD and PRV evaluations are costly
+(``benchmarks/README.md``), so the curves use few points and rely on that module's cache (moving a slider back is free).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from fedtheory.figures.tables import markdown_table  # re-exported: the chapter imports it from here
-from fedtheory.privacy.dpsgd import ACCOUNTANTS, epsilon
+from fedtheory.privacy.dpsgd_accounting import ACCOUNTANTS, epsilon
 from fedtheory.privacy.rdp import DEFAULT_ORDERS, rdp_to_epsilon, subsampled_gaussian_rdp
 
 __all__ = ["plot_epsilon_vs_noise_and_steps", "accountant_table", "markdown_table"]

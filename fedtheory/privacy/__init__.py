@@ -4,7 +4,7 @@ Submodules: :mod:`~fedtheory.privacy.events` (mechanisms described as ``dp_accou
 :mod:`~fedtheory.privacy.accountants` (the rdp / pld / prv registry), :mod:`~fedtheory.privacy.calibration`
 (:func:`calibrate`, the one noise calibration, and its on-disk cache),
 :mod:`~fedtheory.privacy.gaussian` (Gaussian mechanism), :mod:`~fedtheory.privacy.rdp`
-(RDP curves and conversions), :mod:`~fedtheory.privacy.dpsgd` (DP-SGD ε and noise multiplier), :mod:`~fedtheory.privacy.silos` (silo-specific sample-level DP),
+(RDP curves and conversions), :mod:`~fedtheory.privacy.dpsgd_accounting` (DP-SGD ε and noise multiplier), :mod:`~fedtheory.privacy.silos` (silo-specific sample-level DP),
 :mod:`~fedtheory.privacy.exponential` (private cluster selection).  ``tuning``, ``secagg``,
 ``step_fusion`` (App. A.3 fused local steps) and ``model_averaging`` (averaging locally private models) are
 importable as submodules (not imported here).  Adjacency is add/remove-one record unless stated.
@@ -15,8 +15,8 @@ _LAZY = {
     'ACCOUNTANTS': 'fedtheory.privacy.accountants',
     'get_accountant': 'fedtheory.privacy.accountants',
     'calibrate': 'fedtheory.privacy.calibration',
-    'epsilon': 'fedtheory.privacy.dpsgd',
-    'noise_multiplier': 'fedtheory.privacy.dpsgd',
+    'epsilon': 'fedtheory.privacy.dpsgd_accounting',
+    'noise_multiplier': 'fedtheory.privacy.dpsgd_accounting',
     'dpsgd_event': 'fedtheory.privacy.events',
     'gaussian_event': 'fedtheory.privacy.events',
     'selection_event': 'fedtheory.privacy.events',

@@ -19,16 +19,19 @@ of the calibration: the accountant (its name, its settings — :attr:`Accountant
 <fedtheory.privacy.accountants.Accountant.description>` — and the versions of the code that computes
 its ε), the target ε, δ, ``rtol`` and the events at two probe noise values (z = 1 and z = 3), which
 pin down the map z ↦ event for every caller here (noise parameters proportional to z, or a fixed
-family of curves).  Files are written to a temporary name and renamed (atomic: concurrent writers of
-one key write the same bits, the last rename wins).  A cached value is the float the search returned
-(JSON keeps float64 exactly), so cached and uncached runs are bit-identical.
+family of curves).  Files are written atomically (:mod:`fedtheory.atomic_io`: concurrent writers of
+one key write the same bits, the last rename wins; a killed writer's temporary file is removed by a
+later write).  A cached value is the float the search returned (JSON keeps float64 exactly), so
+cached and uncached runs are bit-identical.
 
 **A cached z is a hint, never a fact.**  The file is outside the code's control (anyone who can write
 the folder can edit it), so on reading, the accountant recomputes ε of the event at the cached z
 (one evaluation, far cheaper than the search) and the entry is used only if z is finite, > 0 (or 0
-for an event that does not depend on the noise) and its ε is ≤ the target.  Otherwise — and for an
-unreadable, corrupt or mismatched file — the entry is discarded with one warning line, the search
-runs and the file is rewritten.  Nothing else is read from the file: the ε a result reports is
+for an event that does not depend on the noise), its ε is ≤ the target, and it is minimal within ``rtol``:
+ε at ``z·(1−rtol)`` exceeds the target (a second evaluation).  A larger z would be private but would
+train another run than an uncached calibration; a z that passes both checks is as tight as the search's.
+Otherwise — and for an unreadable, corrupt or mismatched file — the entry is discarded with one warning
+line, the search runs and the file is rewritten.  Nothing else is read from the file: the ε a result reports is
 computed by the accountant from what ran (:func:`fedtrain.ledger.spent_epsilons`), never taken from
 the cache.  A folder that cannot be written gives one warning per process, not one per calibration.
 """
@@ -38,11 +41,11 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Callable
 
+from fedtheory.atomic_io import remove_stale_temps, write_text_atomic
 from fedtheory.validation import check_open_interval, check_positive
 from fedtheory.privacy.accountants import ACCOUNTANTS, get_accountant
 from fedtheory.privacy.events import DpEvent, event_key
@@ -198,38 +201,41 @@ def _read(path: Path, key: dict) -> tuple[float | None, str | None]:
     return z, None
 
 
-def _verify(z: float, event_of_noise, target: float, delta: float, accountant: str) -> str | None:
-    """``None`` if the cached ``z`` meets the target (the accountant recomputes ε at z), else the reason."""
+def _verify(z: float, event_of_noise, target: float, delta: float, accountant: str, rtol: float) -> str | None:
+    """``None`` if the cached ``z`` is what a search would return, else the reason: it meets the target (the
+    accountant recomputes ε at z) and it is minimal within ``rtol`` (ε at ``z·(1−rtol)``, by the search's own
+    ε function, exceeds the target; skipped below the search's smallest z)."""
     if not math.isfinite(z) or z < 0:
         return f"noise_multiplier={z!r} is not finite and >= 0"
+    acc = get_accountant(accountant)
     try:
         if z == 0 and event_of_noise(1.0) != event_of_noise(3.0):
             return f"noise_multiplier=0 gives eps=inf > target {target!r}"
-        eps = get_accountant(accountant).epsilon(event_of_noise(z), delta)
+        eps = acc.epsilon(event_of_noise(z), delta)
+        below = z * (1 - rtol)
+        eps_below = acc.eps_function(event_of_noise, delta)(below) if below >= _Z_MIN else math.inf
     except (ValueError, ArithmeticError) as exc:
         return f"noise_multiplier={z!r} cannot be accounted ({exc})"
     if not eps <= target:
         return f"noise_multiplier={z!r} gives eps={eps!r} > target {target!r} ({accountant} accountant)"
+    if not eps_below > target:
+        return (f"noise_multiplier={z!r} is larger than needed: {below!r} (rtol={rtol!r} less) already gives "
+                f"eps={eps_below!r} <= target {target!r} ({accountant} accountant)")
     return None
 
 
-_WARNED_FOLDERS: set = set()  # (kind, folder) pairs already warned about in this process
+_WARNED_FOLDERS: set = set()  # (kind, folder) pairs already warned about (or swept) in this process
 
 
 def _write(path: Path, key: dict, z: float) -> None:
+    """Write a cache entry atomically (:func:`fedtheory.atomic_io.write_text_atomic`); a folder that cannot be
+    written gives one warning per folder and process."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump({"key": key, "noise_multiplier": z}, fh, sort_keys=True)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        if ("swept", str(path.parent)) not in _WARNED_FOLDERS:  # a killed writer's leftovers, once per process
+            _WARNED_FOLDERS.add(("swept", str(path.parent)))
+            remove_stale_temps(path.parent, ".*.json.tmp-*")
+        write_text_atomic(path, json.dumps({"key": key, "noise_multiplier": z}, sort_keys=True))
     except OSError as exc:
         folder = ("unwritable", str(path.parent))
         if folder in _WARNED_FOLDERS:  # one warning per folder and process, not one per calibration
@@ -277,7 +283,7 @@ def calibrate(event_of_noise: Callable[[float], DpEvent], target_eps: float, del
     path = _path(folder, key) if folder is not None else None
     z, why = _read(path, key) if path is not None else (None, None)
     if z is not None:
-        why = _verify(z, event_of_noise, target, delta, accountant)
+        why = _verify(z, event_of_noise, target, delta, accountant, rtol)
         if why is not None:
             z = None
     if why is not None and ("discarded", str(folder)) not in _WARNED_FOLDERS:

@@ -34,7 +34,7 @@ def _dp_event_module():
     """``dp_accounting.dp_event`` (the event classes), without running ``dp_accounting/__init__.py``.
 
     The package's ``__init__`` imports all its accountants (PLD, RDP, mechanism calibration, with
-    ``scipy.stats`` and ``scipy.signal``: 1-3 s), which a run that only builds events and reads the
+    ``scipy.stats`` and ``scipy.signal``: a slow import), which a run that only builds events and reads the
     calibration cache never uses.  The module file itself imports only ``attr`` and the standard
     library, so it is loaded from the installed package under its own name and registered in
     ``sys.modules``: a later ``import dp_accounting`` (the ``pld`` accountant) finds it there and uses

@@ -17,7 +17,7 @@ it by passing ``noise_multiplier / 2``.  Fixed-size shuffled batches are *not* c
 
 **Implementation.**  :func:`subsampled_gaussian_rdp` evaluates Opacus 1.6's formula
 (``opacus.accountants.analysis.rdp.compute_rdp``) by default.  Because Opacus loops in pure Python
-(0.1–0.2 s per curve on the default grid), calibrations that evaluate thousands of curves (139 School
+(slow per curve: ``benchmarks/README.md``), calibrations that evaluate thousands of curves (139 School
 silos, sweeps) use ``backend="numpy"``: the same series (integer orders: the exact binomial expansion;
 fractional orders: the two-sided erfc series of Mironov et al. 2019, Sec. 3.3), vectorised over orders
 and terms with signed log-sum-exp.  ``tests/privacy/test_privacy_accounting.py`` checks the two backends agree
@@ -68,7 +68,7 @@ def _check_orders(orders) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------------
 def _log_a_int(q: float, sigma: float, alphas: np.ndarray) -> np.ndarray:
     """log A_α = log Σ_{i=0}^{α} C(α,i) (1−q)^{α−i} q^i exp((i²−i)/(2σ²)) for integer orders."""
-    from scipy import special  # here, not at import (scipy.special costs ~0.2-0.5 s)
+    from scipy import special  # here, not at import (scipy.special is a slow import)
 
     amax = int(alphas.max())
     i = np.arange(amax + 1, dtype=float)[None, :]
@@ -103,7 +103,7 @@ def _log_a_frac(q: float, sigma: float, alphas: np.ndarray) -> np.ndarray:
     (Opacus' stopping rule).  The series decay only polynomially for α near 1 (thousands of terms),
     so terms are computed in growing chunks for the orders that have not stopped yet.
     """
-    from scipy import special  # here, not at import (scipy.special costs ~0.2-0.5 s)
+    from scipy import special  # here, not at import (scipy.special is a slow import)
 
     z0 = sigma ** 2 * np.log(1 / q - 1) + 0.5
     n = len(alphas)
@@ -192,7 +192,7 @@ def subsampled_gaussian_rdp(orders, noise_multiplier: float, sample_rate: float,
 
     ``noise_multiplier`` may be 0 (→ ∞ for ``steps ≥ 1``) or ``np.inf`` (→ 0); ``steps=0`` gives 0.
     ``backend`` picks the implementation: ``"opacus"`` (default; Opacus 1.6 ``compute_rdp``),
-    ``"numpy"`` (this module's vectorised version, ~100× faster, cross-checked against Opacus), or
+    ``"numpy"`` (this module's vectorised version, far faster, cross-checked against Opacus), or
     ``"dp_accounting"`` (Google's, an upper bound that is looser at small fractional orders).
     """
     orders = _check_orders(orders)

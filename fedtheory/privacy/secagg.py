@@ -30,7 +30,7 @@ subsampled-Gaussian RDP/PLD curves are for this relation).  The guarantee is for
   amplification.  Its per-client σ_j grows like √S.
 
 Accountants: ``"rdp"`` (Opacus/fedtheory RDP + Lemma A.2 conversion), ``"pld"`` (Google
-``dp_accounting``), ``"prv"`` (Opacus PRV), via :mod:`fedtheory.privacy.dpsgd`.
+``dp_accounting``), ``"prv"`` (Opacus PRV), via :mod:`fedtheory.privacy.dpsgd_accounting`.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ import numpy as np
 from fedtheory.validation import (as_float_array, check_choice, check_integer_at_least, check_nonnegative,
                                    check_positive)
 from fedtheory.privacy.calibration import calibrate
-from fedtheory.privacy.dpsgd import epsilon
+from fedtheory.privacy.dpsgd_accounting import epsilon
 from fedtheory.privacy.events import dpsgd_event
 from fedtheory.privacy.rdp import rdp_to_epsilon, subsampled_gaussian_rdp
 
@@ -137,16 +137,25 @@ def per_client_noise(M: int, S: int, R: int, sample_rate: float, target_eps: flo
 
     Parameters
     ----------
-    M : clients aggregated per round (all participate); S : local steps per round; R : rounds.
-    sample_rate : Poisson sampling rate q of each local step (expected batch / client dataset size).
-    target_eps, delta : the sample-level (ε, δ) target, add/remove adjacency.
-    calibration : one of :data:`CALIBRATIONS` (trust models in the module docstring).
-    accountant : ``"rdp"``, ``"pld"`` or ``"prv"``.
+    M
+        clients aggregated per round (all participate).
+    S
+        local steps per round.
+    R
+        rounds.
+    sample_rate
+        Poisson sampling rate q of each local step (expected batch / client dataset size).
+    target_eps, delta
+        the sample-level (ε, δ) target, add/remove adjacency.
+    calibration
+        one of :data:`CALIBRATIONS` (trust models in the module docstring).
+    accountant
+        ``"rdp"``, ``"pld"`` or ``"prv"``.
 
     Notes
     -----
     Guarantee: the accountant's ε at the returned noise is ≤ target_eps (the calibration in
-    :mod:`fedtheory.privacy.dpsgd` brackets from above), for the adversary of the chosen trust model.
+    :mod:`fedtheory.privacy.dpsgd_accounting` brackets from above), for the adversary of the chosen trust model.
     """
     M, S, R, q = _check_common(M, S, R, sample_rate, calibration, accountant)
     z = total_noise_multiplier(S, R, q, target_eps, delta, calibration, accountant)

@@ -33,7 +33,7 @@ import numpy as np
 from fedtheory.validation import check_choice, check_integer_at_least, check_open_interval, check_positive
 from fedtheory.privacy.accountants import ACCOUNTANTS
 from fedtheory.privacy.calibration import calibrate
-from fedtheory.privacy.dpsgd import _check_common, epsilon, run_event
+from fedtheory.privacy.dpsgd_accounting import _check_common, epsilon, run_event
 from fedtheory.privacy.events import DpEvent, compose, dpsgd_event, selection_event
 
 __all__ = ["silo_steps", "silo_sample_rates", "PrivacyPlan", "silo_privacy_plan", "silo_event", "per_silo",

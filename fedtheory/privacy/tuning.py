@@ -557,12 +557,18 @@ def tuned_epsilon(noise_multiplier: float, delta: float, distribution: str, mean
 
     Parameters
     ----------
-    noise_multiplier : z of the base mechanism (noise std = z × L2 sensitivity).
-    delta : target δ ∈ (0, 1).
-    distribution : ``"tnb"`` (needs ``eta`` > -1), ``"poisson"``, or ``"none"`` (one run, no tuning).
-    mean_runs : E[h] (> 1 for TNB, > 0 for Poisson); ignored for ``"none"``.
-    mechanism, sample_rate, steps, orders : the base mechanism, see :func:`base_rdp`.
-    bound : ``"tight"`` (default) or ``"rdp"``, see the module docstring (:data:`BOUNDS`).
+    noise_multiplier
+        z of the base mechanism (noise std = z × L2 sensitivity).
+    delta
+        target δ ∈ (0, 1).
+    distribution
+        ``"tnb"`` (needs ``eta`` > -1), ``"poisson"``, or ``"none"`` (one run, no tuning).
+    mean_runs
+        E[h] (> 1 for TNB, > 0 for Poisson); ignored for ``"none"``.
+    mechanism, sample_rate, steps, orders
+        the base mechanism, see :func:`base_rdp`.
+    bound
+        ``"tight"`` (default) or ``"rdp"``, see the module docstring (:data:`BOUNDS`).
 
     Notes
     -----

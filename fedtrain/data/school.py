@@ -11,12 +11,8 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
-
-from fedtheory.validation import check_integer_at_least, check_open_interval
 from fedtrain.data.base import FederatedData
-from fedtrain.data.files import find_data_file, read_mat_silos, verify_checksum
-from fedtrain.data.split import split_and_standardize
+from fedtrain.data.mat_silos import load_mat_silos
 
 __all__ = ["SCHOOL_SHA256", "SCHOOL_HOW_TO_GET", "SCHOOL_SCORE_BOUNDS", "load_school"]
 
@@ -41,35 +37,21 @@ def load_school(
 
     Parameters
     ----------
-    path : a ``school.mat`` file (or a folder holding it); ``None`` searches
+    path
+        a ``school.mat`` file (or a folder holding it); ``None`` searches
         :func:`fedtrain.data.files.default_data_dirs` (``data_dir``, ``$FEDBOOK_DATA_DIR``, ``../shared/data``).
-    test_fraction : per-silo test share, in (0, 1); the paper uses 0.2 (and 0.5, 0.8 in Fig. A8).
-    seed : split seed (silo ``k`` is split with ``default_rng([seed, k])``).
-    verify : check the SHA-256 against :data:`SCHOOL_SHA256` (a mismatch raises ``DatasetCorruptError``).
+    test_fraction
+        per-silo test share, in (0, 1); the paper uses 0.2 (and 0.5, 0.8 in Fig. A8).
+    seed
+        split seed (silo ``k`` is split with ``default_rng([seed, k])``).
+    verify
+        check the SHA-256 against :data:`SCHOOL_SHA256` (a mismatch raises ``DatasetCorruptError``).
     """
-    check_open_interval("test_fraction", test_fraction, 0.0, 1.0)
-    seed = int(check_integer_at_least("seed", seed, 0))
-    file = find_data_file("school.mat", path=path, data_dir=data_dir, how_to_get=SCHOOL_HOW_TO_GET)
-    digest = verify_checksum(file, SCHOOL_SHA256 if verify else None, SCHOOL_HOW_TO_GET)
-    xs, ys = read_mat_silos(file, how_to_get=SCHOOL_HOW_TO_GET)
     lo, hi = SCHOOL_SCORE_BOUNDS
-    ys = [(y - lo) / (hi - lo) for y in ys]
-    trx, try_, tex, tey = split_and_standardize(xs, ys, test_fraction=test_fraction, seed=seed)
-    return FederatedData(
-        name="school",
-        task="regression",
-        train_x=trx,
-        train_y=try_,
-        test_x=tex,
-        test_y=tey,
-        real=True,
-        info={
-            "file": str(file),
-            "sha256": digest,
-            "test_fraction": float(test_fraction),
-            "split_seed": seed,
-            "target_scaling": "(y - 1) / 69",
-            "protocol": "per-silo random split; per-silo standardization with training statistics",
-            "source": "ILEA exam scores via kenziyuliu/private-cross-silo-fl data/school/school.mat",
-        },
+    return load_mat_silos(
+        "school.mat", name="school", task="regression", how_to_get=SCHOOL_HOW_TO_GET, test_fraction=test_fraction,
+        seed=seed, path=path, data_dir=data_dir, sha256=SCHOOL_SHA256 if verify else None,
+        targets=lambda y, file, k: (y - lo) / (hi - lo),
+        info={"target_scaling": "(y - 1) / 69",
+              "source": "ILEA exam scores via kenziyuliu/private-cross-silo-fl data/school/school.mat"},
     )

@@ -21,10 +21,9 @@ import os
 
 import numpy as np
 
-from fedtheory.validation import check_integer_at_least, check_open_interval
 from fedtrain.data.base import FederatedData
-from fedtrain.data.files import DatasetCorruptError, find_data_file, read_mat_silos, verify_checksum
-from fedtrain.data.split import split_and_standardize
+from fedtrain.data.files import DatasetCorruptError
+from fedtrain.data.mat_silos import load_mat_silos
 
 __all__ = ["VEHICLE_HOW_TO_GET", "GLEAM_HOW_TO_GET", "load_vehicle", "load_gleam", "load_sensor_mat"]
 
@@ -62,36 +61,18 @@ def load_sensor_mat(
     seed: int = 0,
     sha256: str | None = None,
 ) -> FederatedData:
-    """Shared reader for the binary-classification ``.mat`` files (layout in the module docstring)."""
-    check_open_interval("test_fraction", test_fraction, 0.0, 1.0)
-    seed = int(check_integer_at_least("seed", seed, 0))
-    file = find_data_file(filename, path=path, data_dir=data_dir, how_to_get=how_to_get)
-    digest = verify_checksum(file, sha256, how_to_get)
-    xs, ys = read_mat_silos(file, how_to_get=how_to_get)
-    if expected_silos is not None and len(xs) != expected_silos:
-        raise DatasetCorruptError(f"{file}: expected {expected_silos} silos for {name}, found {len(xs)}")
-    dims = {x.shape[1] for x in xs}
-    if expected_dim is not None and dims != {expected_dim}:
-        raise DatasetCorruptError(f"{file}: expected {expected_dim} features for {name}, found {sorted(dims)}")
-    ys = [_binary_labels(y, file, k) for k, y in enumerate(ys)]
-    trx, try_, tex, tey = split_and_standardize(xs, ys, test_fraction=test_fraction, seed=seed)
-    return FederatedData(
-        name=name,
-        task="binary",
-        train_x=trx,
-        train_y=try_,
-        test_x=tex,
-        test_y=tey,
-        real=True,
-        num_classes=2,
-        info={
-            "file": str(file),
-            "sha256": digest,
-            "test_fraction": float(test_fraction),
-            "split_seed": seed,
-            "protocol": "per-silo random split; per-silo standardization with training statistics",
-        },
-    )
+    """Shared reader for the binary-classification ``.mat`` files (layout in the module docstring;
+    :func:`fedtrain.data.mat_silos.load_mat_silos` with a layout check and labels mapped to {-1, +1})."""
+    def check(file, xs, ys) -> None:
+        if expected_silos is not None and len(xs) != expected_silos:
+            raise DatasetCorruptError(f"{file}: expected {expected_silos} silos for {name}, found {len(xs)}")
+        dims = {x.shape[1] for x in xs}
+        if expected_dim is not None and dims != {expected_dim}:
+            raise DatasetCorruptError(f"{file}: expected {expected_dim} features for {name}, found {sorted(dims)}")
+
+    return load_mat_silos(filename, name=name, task="binary", how_to_get=how_to_get, test_fraction=test_fraction,
+                          seed=seed, path=path, data_dir=data_dir, sha256=sha256, check=check,
+                          targets=_binary_labels, num_classes=2)
 
 
 def load_vehicle(path=None, *, data_dir=None, test_fraction: float = 0.25, seed: int = 0,

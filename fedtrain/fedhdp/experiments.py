@@ -30,12 +30,12 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from fedtheory.atomic_io import write_text_atomic
 from fedtrain.data.registry import load_dataset
 from fedtrain.encoding import decode_float
 from fedtrain.fedhdp.config import FEDHDP_METHODS, FedHDPConfig
 from fedtrain.fedhdp.store import read_row, row_path, stored_rows, write_row
 from fedtrain.methods.registry import method_spec
-from fedtrain.results import _atomic_write_text
 
 __all__ = ["SCALES", "method_configs", "experiment_configs", "run_experiment", "load_results", "save_results", "ClaimCheck", "check_claims",
            "best_ratio"]
@@ -135,7 +135,7 @@ def save_results(rows: Sequence[dict], path: str | Path, *, scale: str, command:
     """Write ``rows`` (without per-round curves) to one JSON file with the scale and the command that made them."""
     slim = [{k: v for k, v in r.items() if k not in ("curve", "curve_rounds")} for r in rows]
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write_text(Path(path), json.dumps({"scale": scale, "command": command, "runs": slim}))
+    write_text_atomic(Path(path), json.dumps({"scale": scale, "command": command, "runs": slim}))
 
 
 @dataclass(frozen=True)

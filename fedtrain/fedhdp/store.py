@@ -16,7 +16,8 @@ from pathlib import Path
 
 from fedtrain.data.base import data_identity
 from fedtrain.fedhdp.config import FedHDPConfig
-from fedtrain.results import ResultsStoreError, _atomic_write_text, row_key
+from fedtheory.atomic_io import write_text_atomic
+from fedtrain.results import ResultsStoreError, row_key
 
 __all__ = ["ROW_KEY", "run_key", "row_path", "check_row", "read_row", "write_row", "stored_rows"]
 
@@ -65,7 +66,7 @@ def write_row(folder: str | Path, row: dict) -> Path:
     config = FedHDPConfig.from_dict(row["config"])
     identity = data_identity(row.get("data") or {})
     path = row_path(folder, config, identity)
-    _atomic_write_text(path, json.dumps({**row, "key": path.stem}, allow_nan=True))
+    write_text_atomic(path, json.dumps({**row, "key": path.stem}, allow_nan=True))
     return path
 
 

@@ -58,7 +58,7 @@ class LinearModel(FunctionalModel):
         configuration (50× slower for 64 configurations' test sets)."""
         return torch.einsum("...bp,...po->...bo", x, self.export(theta))
 
-    #: :meth:`clipped_grad_sum` takes the batch's precomputed ``‖x̃_i‖²`` (``x_sq``; :meth:`fedtrain.dpsgd.PoissonBatcher.sample_batch`).
+    #: :meth:`clipped_grad_sum` takes the batch's precomputed ``‖x̃_i‖²`` (``x_sq``; :meth:`fedtrain.dpsgd_step.PoissonBatcher.sample_batch`).
     uses_input_norms = True
 
     @staticmethod

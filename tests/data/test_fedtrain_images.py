@@ -506,3 +506,23 @@ def test_rotation_groups_are_clusters():
     same = clf.score(pooled(d.test_x, 0), pooled(d.test_y, 0))
     other = clf.score(pooled(d.test_x, 1), pooled(d.test_y, 1))
     assert same > 0.8 and other < same - 0.4, (same, other)
+
+
+def test_cifar_hetero_standin_too_few_images_per_class_names_the_option_and_minimum():
+    """5 test images per class for 30 silos (15 silos per class, each cut ~1/15 of a class) leaves silos without
+    test images: a ValueError naming the option and the minimum, not a crash deep in the image stacking.  At the
+    minimum every silo holds images of each of its classes, whatever the seed."""
+    from fedtrain.data.cifar_hetero import min_images_per_class
+
+    need = min_images_per_class(30, 5, 10)
+    # the bound against the worst case of the weights: one slot at 0.4, the other 14 at 0.6
+    w_min = 0.4 / (0.4 + 0.6 * 14)
+    assert int(need * w_min + 1e-12) >= 1 and int((need - 1) * w_min) == 0
+    with pytest.raises(ValueError, match=rf"test_samples_per_class must be >= {need} for 30 silos.*with 5,"):
+        cifar10_hetero_standin(samples_per_class=30, test_samples_per_class=5)
+    with pytest.raises(ValueError, match=rf"samples_per_class must be >= {need} for 30 silos"):
+        cifar10_hetero_standin(samples_per_class=5, test_samples_per_class=30)
+    for seed in range(3):
+        d = cifar10_hetero_standin(samples_per_class=need, test_samples_per_class=need, seed=seed)
+        for k, c in enumerate(d.info["silo_classes"]):
+            assert tuple(np.unique(d.train_y[k])) == c and tuple(np.unique(d.test_y[k])) == c

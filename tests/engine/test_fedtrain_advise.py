@@ -56,3 +56,13 @@ def test_cli_advise_check_json(tmp_path):
 def test_cli_advise_rejects_other_methods():
     with pytest.raises(SystemExit):
         main(["advise", "--dataset", "gaussian", "--method", "fedavg", "--eps", "1"])
+
+
+@pytest.mark.parametrize("method", ["ditto", "ifca", "fedavg"])
+def test_predict_refuses_a_method_whose_privacy_plan_is_not_mrmtls(method):
+    """Ditto runs an extra DP-SGD pass per round and IFCA private selections: MR-MTL's plan would calibrate
+    other noise than the method's own, so the prediction refuses them instead of advising on the wrong plan."""
+    data = gaussian_mean_estimation(num_silos=4, n=20, seed=0)
+    cfg = RunConfig(dataset="gaussian", method=method, lr=0.1, rounds=2, batch_size=10, eps=1.0, delta=1e-3)
+    with pytest.raises(ValueError, match=r"config.method must be 'mrmtl'.*" + method):
+        predict(data, cfg, [1.0])

@@ -11,7 +11,7 @@ from torch.func import grad, vmap
 
 from fedtrain.config import RunConfig
 from fedtrain.data.base import FederatedData
-from fedtrain.dpsgd import PoissonBatcher, dp_direction
+from fedtrain.dpsgd_step import PoissonBatcher, dp_direction
 from fedtrain.engine import RunResult, run, run_many
 from fedtrain.models import HingeLoss, LinearModel, SquaredLoss
 from fedtrain.testing import tiny_federated

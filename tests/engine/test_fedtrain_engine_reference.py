@@ -4,9 +4,8 @@ and final metrics equal in distribution over seeds.
 Distribution test: for each configuration, SEEDS seeds of each implementation (independent random
 streams); the difference of the two sample means must lie within 4 standard errors of that difference,
 ``|m_E − m_R| ≤ 4·sqrt(s_E²/S + s_R²/S)``.  Measured (this fixture, ε = 1.5): per-seed std of the test
-MSE 0.033–0.047 on means 0.69–0.78, so with the former 8 seeds 4 SE was 10–15 % of the mean; with
-48 seeds it is ≈ 4–6 % (a bias of that size in either implementation fails the test), at ~3 s per
-configuration.  Deterministic parts (aggregation, prox, normalization) are compared exactly on
+MSE 0.033–0.047 on means 0.69–0.78, so with 48 seeds 4 SE is ≈ 4–6 % of the mean (a bias of that size in
+either implementation fails the test; with 8 seeds it would be 10–15 %).  Deterministic parts (aggregation, prox, normalization) are compared exactly on
 non-private full-batch runs (q = 1: plain gradient descent in both), to float32 tolerance.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The engine's Poisson samplers (:class:`fedtrain.dpsgd.PoissonBatcher`): both are exactly Poisson
+"""The engine's Poisson samplers (:class:`fedtrain.dpsgd_step.PoissonBatcher`): both are exactly Poisson
 sampling, and engine version 5's ``geometric`` sampler gives the results of the ``sorted-keys`` sampler
 of versions <= 4 in distribution.
 
@@ -29,7 +29,7 @@ import pytest
 import torch
 
 from fedtrain.config import RunConfig
-from fedtrain.dpsgd import SAMPLERS, PoissonBatcher
+from fedtrain.dpsgd_step import SAMPLERS, PoissonBatcher
 from fedtrain.engine import DEFAULT_SAMPLER, Trainer, run, run_many
 from fedtrain.testing import tiny_federated
 

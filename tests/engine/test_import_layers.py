@@ -10,8 +10,9 @@ Layers, each importing only its own layer and those below:
 
 0. ``paper``: the papers' settings as plain values (:mod:`fedtrain.paper`), importing nothing of the project;
 1. ``core``: the libraries: the theory (every ``fedtheory`` module) and training's engine, ledger, models,
-   losses, methods, data, the results store (:mod:`fedtrain.results`: rows stored and read), FedHDP's
-   trainer;
+   losses, methods, data, the results stores (:mod:`fedtrain.store`: row keys, provenance, the working store, the
+   committed store; :mod:`fedtrain.results`, their front: rows stored and read), FedHDP's trainer; the atomic
+   writer (:mod:`fedtheory.atomic_io`) that the calibration cache and the stores share;
 2. ``experiments``: the book's grids (:mod:`fedtrain.presets`), sweeps and their executors, the committed
    results' orchestration (:mod:`fedtrain.book_results`), figures, analysis;
 3. ``cli``: the ``fedtrain`` command.
@@ -36,6 +37,8 @@ LAYER_OF = {
     "fedtheory": "core",
     "fedtrain": "core",
     "fedtrain.paper": "paper",
+    "fedtrain.store": "core",
+    "fedtrain.results": "core",
     "fedtrain.presets": "experiments",
     "fedtrain.sweep": "experiments",
     "fedtrain.executors": "experiments",

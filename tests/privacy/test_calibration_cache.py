@@ -103,8 +103,8 @@ def _same_run(out, clean):
     (lambda o: o.update(noise_multiplier="3.0"), "not a float"),                        # not a float
 ])
 def test_a_tampered_noise_multiplier_is_discarded_recalibrated_and_rewritten(cache, clean, tamper, reason):
-    """Before the fix, z×0.1 trained with a tenth of the noise and reported ε = 1 (true ε ≫ 1), and z = 0 trained
-    without noise, reported ε = inf and exited 0.  Now: the same run as with a clean cache, one warning line."""
+    """A cached z×0.1 would train with a tenth of the noise while reporting ε = 1 (true ε ≫ 1), and z = 0 without
+    noise: each is discarded with one warning line, and the run is the one of a clean cache."""
     files = _edit(cache, tamper)
     status, out, err, msgs = _cli(ARGS)
     assert status == 0, err
@@ -120,7 +120,7 @@ def test_a_tampered_noise_multiplier_is_discarded_recalibrated_and_rewritten(cac
 
 
 def test_a_cached_epsilon_field_never_changes_the_reported_epsilon(cache, clean):
-    """Before the fix, editing only the cached ``epsilon`` changed the ε spent a run reported."""
+    """The ε a run reports is the accountant's, from what ran: a cached ``epsilon`` field is never read."""
     _edit(cache, lambda o: o.update(epsilon=0.01))
     status, out, err, msgs = _cli(ARGS)
     assert status == 0 and not msgs, (err, msgs)
@@ -128,13 +128,41 @@ def test_a_cached_epsilon_field_never_changes_the_reported_epsilon(cache, clean)
     assert out["eps_spent"] == list(_recomputed(out))  # the ledger's accounting, bit for bit
 
 
-def test_more_noise_than_needed_is_private_and_accepted(cache, clean):
-    """A larger cached z only costs accuracy; it meets the target, so it is used (the reported ε is its own)."""
-    _edit(cache, lambda o: o.update(noise_multiplier=o["noise_multiplier"] * 2))
+def test_more_noise_than_needed_is_discarded_and_recalibrated(cache, clean):
+    """A larger cached z would be private but would train another run than an uncached calibration: it is not
+    minimal within rtol (ε at z·(1−rtol) is still ≤ the target), so it is discarded, recalibrated and rewritten,
+    and the run is the clean one."""
+    files = _edit(cache, lambda o: o.update(noise_multiplier=o["noise_multiplier"] * 2))
     status, out, err, msgs = _cli(ARGS)
-    assert status == 0 and not msgs
-    assert out["noise_multipliers"] == [2 * z for z in clean["noise_multipliers"]]
-    assert out["eps_spent"] == list(_recomputed(out)) and out["eps_spent_max"] < 0.6
+    assert status == 0, err
+    _same_run(out, clean)
+    assert len(msgs) == 1 and "larger than needed" in msgs[0] and "recalibrating" in msgs[0], msgs
+    for f in files:
+        assert json.loads(f.read_text())["noise_multiplier"] in clean["noise_multipliers"]
+
+
+@pytest.mark.parametrize("accountant", ["rdp", "pld"])
+def test_minimality_check_accepts_the_search_and_rejects_just_above_it(cache, accountant):
+    """The check compares two independent things: the search's own z passes it (ε at z·(1−rtol) > target),
+    and z·(1+2·rtol), still private, fails it; a cache holding the larger one gives the uncached z."""
+    target, delta, rtol = 1.0, 1e-5, 1e-3
+    _forget()
+    z = C.calibrate(_event, target, delta, accountant, cache=False)
+    assert C._verify(z, _event, target, delta, accountant, rtol) is None
+    bigger = z * (1 + 2 * rtol)
+    assert A.get_accountant(accountant).epsilon(_event(bigger), delta) <= target  # private...
+    assert "larger than needed" in C._verify(bigger, _event, target, delta, accountant, rtol)  # ...but refused
+    _forget()
+    assert C.calibrate(_event, target, delta, accountant, cache=True) == z
+    (path,) = cache.glob("*.json")
+    obj = json.loads(path.read_text())
+    path.write_text(json.dumps({**obj, "noise_multiplier": bigger}))
+    _forget()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert C.calibrate(_event, target, delta, accountant, cache=True) == z
+    assert any("larger than needed" in str(w.message) for w in caught)
+    assert json.loads(path.read_text())["noise_multiplier"] == z
 
 
 @pytest.mark.parametrize("factor,where", [(0.1, "spent eps"), (0.0, "before training")])
@@ -193,7 +221,7 @@ def test_key_names_the_accountant_and_its_settings(cache):
 # an unwritable cache folder
 # ----------------------------------------------------------------------------------------------------
 def test_an_unwritable_cache_folder_warns_once(tmp_path, monkeypatch):
-    """Before: one warning per calibration (79 for one School run).  Now: one per folder and process."""
+    """One warning per folder and process, not one per calibration (a School run makes 79)."""
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     monkeypatch.setenv("FEDBOOK_CACHE_DIR", str(blocker / "calibration"))

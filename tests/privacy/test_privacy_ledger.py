@@ -181,7 +181,7 @@ def test_disk_cache_is_safe_under_concurrent_writers(tmp_path):
         out = pool.map(_worker, [(str(tmp_path), 0.9)] * 6 + [(str(tmp_path), 1.1)] * 3)
     assert len(set(out[:6])) == 1 and len(set(out[6:])) == 1
     files = sorted(tmp_path.glob("*.json"))
-    assert len(files) == 2 and not list(tmp_path.glob(".tmp-*"))
+    assert len(files) == 2 and not list(tmp_path.glob(".*.tmp-*"))
     _forget()
     assert C.calibrate(_event, 0.9, 1e-5, "rdp", cache=False).hex() == out[0]
     for f in files:

@@ -245,9 +245,9 @@ def test_tuned_dpsgd_round_trip():
 
 
 def test_untuned_matches_dpsgd_calibration():
-    """h ≡ 1 on our grid vs fedtheory.privacy.dpsgd's RDP calibration of one Gaussian release (q = 1):
+    """h ≡ 1 on our grid vs fedtheory.privacy.dpsgd_accounting's RDP calibration of one Gaussian release (q = 1):
     ours is never above (superset-ish dense grid), and within 0.5 %."""
-    from fedtheory.privacy.dpsgd import noise_multiplier
+    from fedtheory.privacy.dpsgd_accounting import noise_multiplier
 
     z_ours = T.tuned_noise_multiplier(0.25, 1e-5, "none", bound="rdp")
     z_c1 = noise_multiplier(0.25, 1e-5, 1.0, 1, accountant="rdp")
@@ -266,8 +266,8 @@ def test_tuning_needs_more_noise_and_more_for_larger_mean():
 
 
 def test_reproduces_fig7_noise_multipliers_with_dp_accounting_orders():
-    """With dp_accounting's default order grid we recover the noise multipliers computed independently
-    in ../shared/notes/mrmtl-paper.md §2.4 (there with dp_accounting's accountant): 14.567 untuned,
+    """With dp_accounting's default order grid we recover the noise multipliers computed independently, outside
+    this code, with dp_accounting's RDP accountant for Fig. 7's setting (App. F): 14.567 untuned,
     27.045 (η = 0) ... 51.779 (η = 5), 34.329 (Poisson), to 1e-3 absolute.  Our default, denser grid
     gives slightly smaller (still ε ≤ 0.25) values."""
     orders = ra.DEFAULT_RDP_ORDERS

@@ -9,7 +9,7 @@ from dp_accounting import gaussian_mechanism
 
 from fedtheory.figures import secagg as FS
 from fedtheory.privacy import secagg as S
-from fedtheory.privacy.dpsgd import epsilon as dpsgd_epsilon
+from fedtheory.privacy.dpsgd_accounting import epsilon as dpsgd_epsilon
 
 FM = dict(M=10, S=11, R=20, sample_rate=512 / 5600, target_eps=1.0, delta=1e-5)
 
@@ -55,7 +55,7 @@ def test_naive_matches_exact_gaussian_composition():
     rdp = S.per_client_noise(**FM, calibration="naive", accountant="rdp")
     assert pld == pytest.approx(exact, rel=5e-3)
     assert rdp >= exact
-    assert exact == pytest.approx(17.50, abs=0.01)  # ../shared/notes/secagg-and-pets.md §A3
+    assert exact == pytest.approx(17.50, abs=0.01)  # naive DDP (round sensitivity S·C, exact GDP), computed independently
 
 
 def test_naive_grows_like_sqrt_s_and_ddp_slower():

@@ -86,12 +86,12 @@ def test_atomic_write_failure_keeps_old_row(tmp_path, monkeypatch):
     store = ResultsStore(tmp_path)
     cfg = RunConfig(**BASE)
     store.put(fake_result(cfg, 1.0, identity=FAKE_DATA))
-    import fedtrain.results as results
+    import os
 
-    def boom(*a, **k):
+    def boom(*a, **k):  # interrupted between writing the temporary file and renaming it
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(results.os, "replace", boom)
+    monkeypatch.setattr(os, "replace", boom)
     with pytest.raises(KeyboardInterrupt):
         store.put(fake_result(cfg, 2.0, identity=FAKE_DATA))
     assert store.get(cfg).test_metric == 1.0

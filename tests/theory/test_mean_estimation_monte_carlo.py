@@ -85,7 +85,7 @@ def test_1e5_trials_at_K20_in_seconds():
     t0 = time.perf_counter()
     res = simulate(20, 200, 0.4, 0.08, SDP, LAMS, trials=100_000, seed=0)
     elapsed = time.perf_counter() - t0
-    assert elapsed < 30.0, elapsed  # ~0.5 s on an idle core; generous for a shared 2-core machine
+    assert elapsed < 30.0, elapsed  # catches a loop over trials, not a benchmark (timing: benchmarks/README.md)
     z = (res.mse - _closed(20, 200, 0.4, 0.08, SDP, LAMS)) / res.se
     assert np.all(np.abs(z) < Z), z
 

@@ -9,7 +9,9 @@ from fedtheory.privacy import secagg
 from fedtheory.privacy.rdp import rdp_to_epsilon, subsampled_gaussian_rdp
 
 Q, DELTA = 0.0533, 1e-5
-# rows of the table printed in notes/secagg-and-pets.md (A9): (eps per party, local steps) -> M = 2, 5, 10
+# an independent recomputation made outside this code (Gaussian RDP, q = 0.0533, δ = 1e-5, the paper code's
+# conversion; not the paper's Table 1, whose numbers the extracted text lacks): (eps per party, local steps) ->
+# ε of the average for M = 2, 5, 10, to two decimals
 PRINTED = {(1.0, 1): (0.50, 0.20, 0.11), (1.0, 19): (0.58, 0.33, 0.22), (1.0, 188): (0.69, 0.43, 0.30),
            (8.0, 19): (3.79, 1.48, 0.80)}
 

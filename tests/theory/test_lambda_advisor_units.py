@@ -8,7 +8,7 @@ import pytest
 import sympy as sp
 from scipy import optimize
 
-from fedtheory.advisor import (DirectionSilo, advise_directions, derive_direction_lambda, direction_errors,
+from fedtheory.lambda_advisor import (DirectionSilo, advise_directions, derive_direction_lambda, direction_errors,
                                direction_lambda)
 
 
@@ -85,7 +85,7 @@ def test_common_lambda_scales_with_curvature_and_unit_curvature_does_not():
     scaled = [dataclasses.replace(s, h=4 * s.h, stat_var=s.stat_var / 4) for s in silos]
     assert advise_directions(scaled, 0.02, dp_model="release").common_lambda == pytest.approx(4 * base, rel=1e-4)
     # unit curvature: the per-direction model reduces to Theorem E.5's common-λ curve
-    from fedtheory.advisor import advise_from_variances
+    from fedtheory.lambda_advisor import advise_from_variances
     unit = [DirectionSilo(np.ones(1), np.ones((1, 1)), np.array([v])) for v in rng.uniform(0.02, 0.2, 8)]
     a = advise_directions(unit, 0.08, dp_model="release")
     b = advise_from_variances(np.array([float(s.stat_var[0]) for s in unit]), tau2=0.08)

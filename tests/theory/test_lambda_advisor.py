@@ -1,8 +1,8 @@
-"""fedtheory.advisor: λ*_k and gains vs the printed homogeneous results; τ̂² unbiased; bootstrap brackets."""
+"""fedtheory.lambda_advisor: λ*_k and gains vs the printed homogeneous results; τ̂² unbiased; bootstrap brackets."""
 import numpy as np
 import pytest
 
-from fedtheory.advisor import advise, advise_from_variances, estimate_tau2_heterogeneous, noise_std
+from fedtheory.lambda_advisor import advise, advise_from_variances, estimate_tau2_heterogeneous, noise_std
 from fedtheory.mean_estimation import gap_to_fedavg, gap_to_local, local_variance, optimal_lambda
 from fedtheory.privacy.gaussian import analytic_gaussian_sigma, gaussian_sigma
 
@@ -50,7 +50,7 @@ def test_noisier_silo_gets_larger_lambda_and_bootstrap_brackets():
 def test_reml_tau2_nearly_unbiased_and_better_than_moment_with_a_noisy_silo():
     """Monte Carlo (2000 draws): REML's mean is within 10 % of τ² (it is clipped at 0, so slightly biased up) and
     it is zero far less often than the unweighted moment estimate, which one very noisy silo dominates."""
-    from fedtheory.advisor import estimate_tau2_reml
+    from fedtheory.lambda_advisor import estimate_tau2_reml
 
     s = np.array([0.1095, 0.0026, 0.0048, 0.0011, 0.0019, 0.00034, 0.00023, 0.00034])
     rng = np.random.default_rng(0)

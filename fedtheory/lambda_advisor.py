@@ -181,13 +181,19 @@ def advise(n, eps, delta, *, sigma2=1.0, clip: float = 1.0, tau2: Optional[float
 
     Parameters
     ----------
-    n : per-silo record counts (K >= 2 integers >= 1).
-    eps, delta : per-silo budgets (scalars broadcast; ε = inf is a non-private silo).
-    sigma2 : per-silo data variance σ_k² (scalar broadcasts).
-    clip : clipping bound c = the L2 sensitivity of the released sum.
-    tau2 / releases : the heterogeneity τ², or the K private releases to estimate it from (bootstrap
+    n
+        per-silo record counts (K >= 2 integers >= 1).
+    eps, delta
+        per-silo budgets (scalars broadcast; ε = inf is a non-private silo).
+    sigma2
+        per-silo data variance σ_k² (scalar broadcasts).
+    clip
+        clipping bound c = the L2 sensitivity of the released sum.
+    tau2, releases
+        the heterogeneity τ², or the K private releases to estimate it from (bootstrap
         quantiles then come with the answer).
-    calibration : how σ_DP,k meets (ε_k, δ_k): ``"analytic"``, ``"rdp"`` or ``"classic"``.
+    calibration
+        how σ_DP,k meets (ε_k, δ_k): ``"analytic"``, ``"rdp"`` or ``"classic"``.
     """
     n = check_integer_at_least("n", n, 1).astype(float).ravel()
     K = n.size
