@@ -45,6 +45,7 @@ LAYER_OF = {
     "fedtrain.book_results": "experiments",
     "fedtrain.figures": "experiments",
     "fedtrain.analysis": "experiments",
+    "fedtrain.fig6_checks": "experiments",
     "fedtrain.pets": "experiments",
     "fedtrain.fedhdp.experiments": "experiments",
     "fedtrain.fedhdp.tables": "experiments",
