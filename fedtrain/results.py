@@ -76,6 +76,16 @@ REGENERATE_COMMAND = "make results  (= fedtrain sweep --preset paper --pack resu
 _REPO = Path(__file__).resolve().parents[1]
 
 
+def shown_path(path: str | os.PathLike) -> str:
+    """``path`` as a store's ``repr`` shows it: relative to the repository when it lies inside it (``results``),
+    else just its folder name, so that no machine's absolute path reaches a printed page or log."""
+    p = Path(path).resolve()
+    try:
+        return p.relative_to(_REPO).as_posix() or "."
+    except ValueError:
+        return p.name
+
+
 def git_commit(repo: str | os.PathLike | None = None) -> str:
     """The checkout's commit (``git rev-parse HEAD``), with ``+dirty`` when ``fedtrain/`` or ``fedtheory/`` have
     uncommitted changes (then the commit alone does not reproduce the numbers); ``"unknown"`` outside git."""
@@ -198,7 +208,7 @@ class ResultsStore:
         self._swept = False  # stale temporary files removed (once per store object, at its first write)
 
     def __repr__(self) -> str:
-        return f"ResultsStore({str(self.root)!r}, rows={len(self)})"
+        return f"ResultsStore({shown_path(self.root)!r}, rows={len(self)})"
 
     def check_writable(self) -> None:
         """Create the folder if needed and check that a file can be written there (before any training).
@@ -510,7 +520,7 @@ class CommittedStore:
                 self._by_config.setdefault(row["key"].split("-")[0], []).append(row["key"])
 
     def __repr__(self) -> str:
-        return f"CommittedStore({str(self.root)!r}, rows={len(self)})"
+        return f"{type(self).__name__}({shown_path(self.root)!r}, rows={len(self)})"
 
     def __len__(self) -> int:
         return len(self._index)

@@ -141,7 +141,9 @@ const out = [];
 const visible = (el) => !!(el.offsetWidth || el.offsetHeight || el.getClientRects().length);
 const article = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
 const boxes = [];
-article.querySelectorAll('mjx-container[display="true"]').forEach((m) => boxes.push(['equation', m]));
+// MathJax repeats each equation inside its own assistive MathML (for screen readers): count the visible one once
+article.querySelectorAll('mjx-container[display="true"]:not(mjx-assistive-mml mjx-container)')
+  .forEach((m) => boxes.push(['equation', m]));
 article.querySelectorAll('table').forEach((t) => boxes.push(['table', t]));
 for (const [what, el] of boxes) {
   if (!visible(el)) continue;
