@@ -28,14 +28,14 @@ from fedtrain.encoding import encode
 from fedtrain.store.committed import DROPPED_FIELDS, CommittedStore, StaleStoreError, pack_rows, unpack_row
 from fedtrain.store.keys import ResultsStoreError, check_row_key, result_row_key, row_key
 from fedtrain.store.layout import (DEFAULT_RESULTS_DIR, DEFAULT_WORK_STORE, FORMAT, MANIFEST, REGENERATE_COMMAND,
-                                   STORE_ENV, WORK_DIR)
+                                   STORE_ENV, WORK_DIR, shown_path)
 from fedtrain.store.provenance import git_commit, provenance
 from fedtrain.store.working import STALE_TEMP_SECONDS, ResultsStore
 
 __all__ = ["ResultsStore", "DEFAULT_RESULTS_DIR", "WORK_DIR", "DEFAULT_WORK_STORE", "jsonable", "git_commit",
            "provenance", "pack_rows", "unpack_row", "CommittedStore", "StaleStoreError", "ResultsStoreError",
            "REGENERATE_COMMAND", "STORE_ENV", "DROPPED_FIELDS", "row_key", "result_row_key", "check_row_key",
-           "STALE_TEMP_SECONDS", "FORMAT", "MANIFEST"]
+           "STALE_TEMP_SECONDS", "FORMAT", "MANIFEST", "shown_path"]
 
 #: The one JSON encoder (:func:`fedtrain.encoding.encode`), also under this name.
 jsonable = encode

@@ -22,7 +22,7 @@ import numpy as np
 
 from fedtrain.config import ENGINE_VERSION, RunConfig
 from fedtrain.store.keys import ROW_KEY_PATTERN, ResultsStoreError, check_row_key, row_key
-from fedtrain.store.layout import DEFAULT_RESULTS_DIR, FORMAT, MANIFEST, REGENERATE_COMMAND
+from fedtrain.store.layout import DEFAULT_RESULTS_DIR, FORMAT, MANIFEST, REGENERATE_COMMAND, shown_path
 
 if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.engine import RunResult
@@ -171,7 +171,7 @@ class CommittedStore:
                 self._by_config.setdefault(row["key"].split("-")[0], []).append(row["key"])
 
     def __repr__(self) -> str:
-        return f"CommittedStore({str(self.root)!r}, rows={len(self)})"
+        return f"{type(self).__name__}({shown_path(self.root)!r}, rows={len(self)})"
 
     def __len__(self) -> int:
         return len(self._index)

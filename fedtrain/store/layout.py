@@ -1,10 +1,11 @@
 """Where the results stores live, and the names that mark them (the committed store's manifest and format)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 __all__ = ["DEFAULT_RESULTS_DIR", "WORK_DIR", "DEFAULT_WORK_STORE", "MANIFEST", "FORMAT", "REGENERATE_COMMAND",
-           "STORE_ENV"]
+           "STORE_ENV", "shown_path"]
 
 #: ``results/`` at the repository root: the committed store (``*.json.gz`` and ``MANIFEST.json``, see
 #: :class:`~fedtrain.results.CommittedStore`) and, git-ignored, the working stores of sweeps.
@@ -23,3 +24,13 @@ FORMAT = "fedbook-results-2"
 REGENERATE_COMMAND = "make results  (= fedtrain sweep --preset paper --pack results)"
 #: Environment variable naming another committed store for the chapters to read (default ``results/``).
 STORE_ENV = "FEDBOOK_RESULTS_STORE"
+
+
+def shown_path(path: str | os.PathLike) -> str:
+    """``path`` as a store's ``repr`` shows it: relative to the repository when it lies inside it (``results``),
+    else just its folder name, so that no machine's absolute path reaches a printed page or log."""
+    p = Path(path).resolve()
+    try:
+        return p.relative_to(Path(__file__).resolve().parents[2]).as_posix() or "."
+    except ValueError:
+        return p.name

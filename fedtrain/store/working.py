@@ -35,7 +35,7 @@ from fedtheory.atomic_io import STALE_TEMP_SECONDS, remove_stale_temps, write_te
 from fedtrain.config import ENGINE_VERSION, RunConfig
 from fedtrain.data.base import identity_digest
 from fedtrain.store.keys import ROW_KEY_PATTERN, ResultsStoreError, check_row_key, result_row_key
-from fedtrain.store.layout import DEFAULT_WORK_STORE, MANIFEST
+from fedtrain.store.layout import DEFAULT_WORK_STORE, MANIFEST, shown_path
 from fedtrain.store.provenance import git_commit, provenance
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,7 +62,7 @@ class ResultsStore:
         self._swept = False  # stale temporary files removed (once per store object, at its first write)
 
     def __repr__(self) -> str:
-        return f"ResultsStore({str(self.root)!r}, rows={len(self)})"
+        return f"ResultsStore({shown_path(self.root)!r}, rows={len(self)})"
 
     def check_writable(self) -> None:
         """Create the folder if needed and check that a file can be written there (before any training).

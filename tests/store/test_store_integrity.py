@@ -16,7 +16,7 @@ from fedtrain.data import load_dataset
 from fedtrain.data.base import FederatedData, identity_digest
 from fedtrain.data.files import sha256_file
 from fedtrain.engine import run_many
-from fedtrain.results import (DEFAULT_RESULTS_DIR, MANIFEST, CommittedStore, ResultsStore, ResultsStoreError,
+from fedtrain.results import (DEFAULT_RESULTS_DIR, MANIFEST, CommittedStore, ResultsStore, ResultsStoreError, shown_path,
                               row_key)
 
 TINY = ["--dataset", "gaussian", "-D", "num_silos=4", "-D", "n=30", "--rounds", "2", "--batch-size", "10",
@@ -144,3 +144,14 @@ def test_sweep_default_store_is_a_working_store(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert info.value.code == 2 and "holds the committed results store" in err and len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in committed.iterdir()) == before  # nothing written
+
+
+def test_store_reprs_show_no_absolute_path(tmp_path):
+    """A store prints its folder relative to the repository (inside it) or its name only (outside), with its rows:
+    the chapters print stores, and a machine's path must not reach the page."""
+    store = CommittedStore(_theory_only_store(tmp_path))  # the folder tmp_path/committed
+    assert repr(store) == f"CommittedStore('committed', rows={len(store)})" and len(store) > 0
+    assert str(tmp_path) not in repr(ResultsStore(tmp_path / "work"))
+    assert repr(ResultsStore(tmp_path / "work")) == "ResultsStore('work', rows=0)"
+    assert shown_path(DEFAULT_RESULTS_DIR) == "results"
+    assert shown_path(DEFAULT_RESULTS_DIR / "deep") == "results/deep"
