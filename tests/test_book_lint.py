@@ -68,7 +68,7 @@ def test_allow_list_names_pages_and_kinds_and_says_why():
     assert set(book_lint.ALLOWED) <= {f"book/{p.stem}.html" for p in (REPO / "book").glob("*.ipynb")}
     for page, kinds in book_lint.ALLOWED.items():
         assert kinds and set(kinds) <= set(book_lint.KINDS) and all(reason for reason in kinds.values()), page
-    rep = book_lint.LintReport("book/mean_estimation.html", [("overflow", "x"), ("internal", "y")])
+    rep = book_lint.LintReport("book/fedhdp_practice.html", [("overflow", "x"), ("internal", "y")])
     assert rep.unexpected() == [("internal", "y")]
 
 

@@ -2,7 +2,7 @@
 
 Model (Assumptions E.1 and E.2 of the paper): a meta-centre θ with a flat prior; silo centres
 ``w_k ~ N(θ, τ²)`` for ``k = 1..K``; data ``x_{k,i} ~ N(w_k, σ²)`` for ``i = 1..n``; every silo releases
-``ŵ_k = (ξ_k + Σ_i x_{k,i}) / n`` with ``ξ_k ~ N(0, σ_DP²)`` (one-shot Gaussian mechanism on the sum,
+``ŵ_k = (ζ_k + Σ_i x_{k,i}) / n`` with ``ζ_k ~ N(0, σ_DP²)`` (one-shot Gaussian mechanism on the sum,
 no clipping error).  Then ``ŵ_k - w_k ~ N(0, σ_loc²)`` with ``σ_loc² = σ²/n + σ_DP²/n²`` (eq. 5).
 
 MR-MTL with penalty ``λ/2 (w - w̄)²`` returns ``ŵ_k(λ) = a ŵ_k + (1 - a) ŵ_{\\k}`` with

@@ -139,10 +139,10 @@ def printed() -> dict[str, sp.Expr]:
 # --- derivations -----------------------------------------------------------------------------------
 @lru_cache(maxsize=None)
 def local_variance() -> dict[str, sp.Expr]:
-    """Eq. (5): ``Var(ŵ_k - w_k)`` for ``ŵ_k = (ξ_k + Σ_i x_{k,i})/n``; also the E.5 version with n_k.
+    """Eq. (5): ``Var(ŵ_k - w_k)`` for ``ŵ_k = (ζ_k + Σ_i x_{k,i})/n``; also the E.5 version with n_k.
 
     ``Σ_i (x_{k,i} - w_k)`` is a sum of n independent ``N(0, σ²)`` (variance ``Σ_{i=1}^n σ²``, summed by
-    sympy) and ``ξ_k ~ N(0, σ_DP²)`` is independent of it.
+    sympy) and ``ζ_k ~ N(0, σ_DP²)`` is independent of it.
     """
     i = sp.Symbol("i", integer=True, positive=True)
     Z, Xi = sp.symbols("Z_sum Xi")

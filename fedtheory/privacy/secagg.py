@@ -182,7 +182,7 @@ def heterogeneous_effective_multiplier(lr_scales, clips, noise_stds) -> float:
     """Noise multiplier of the sum-dominating Gaussian for client-specific lr, clip and noise (App. A.3).
 
     Client j steps with learning rate ``c_j η``, clips to ``C_j`` and adds noise of std ``s_j``
-    (absolute).  One step of the aggregate is ``η Σ_j c_j (g_j + ξ_j)``: a Gaussian mechanism with L2
+    (absolute).  One step of the aggregate is ``η Σ_j c_j (g_j + ζ_j)``: a Gaussian mechanism with L2
     sensitivity ``max_j c_j C_j`` (a sample lives in one client) and noise std ``sqrt(Σ_j c_j² s_j²)``,
     so its multiplier is ``sqrt(Σ_j c_j² s_j²) / max_j c_j C_j`` (eqs. 16-19).  With ``c_j = 1``,
     ``C_j = C`` and ``s_j = z C/√M`` this is z.
@@ -213,7 +213,7 @@ def heterogeneous_client_noise(lr_scales, clips, total_multiplier: float) -> np.
 
 def simulate_aggregate_noise(M: int, sigma_client: float, clip: float = 1.0, dim: int = 1, trials: int = 100_000,
                              seed: Optional[int] = 0) -> np.ndarray:
-    """Draw the securely aggregated noise ``Σ_j ξ_j`` of one step, ``ξ_j ~ N(0, (z_j C)² I_dim)``.
+    """Draw the securely aggregated noise ``Σ_j ζ_j`` of one step, ``ζ_j ~ N(0, (z_j C)² I_dim)``.
 
     Returns an array of shape ``(trials, dim)``; its variance per coordinate should be
     ``M z_j² C²`` = ``(z_total C)²`` (Thm 4.7's split is exact for the Gaussian).
@@ -233,7 +233,7 @@ def simulate_summed_release(M: int, S: int, sigma_client: float, clip: float = 1
 
     Client 0 holds the differing sample, whose clipped gradient is ``+C`` at every one of the S steps
     (aligned worst case); all other gradients are fixed and taken as 0.  Returns ``trials`` draws of
-    ``Σ_s Σ_j (g_j^(s) + ξ_j^(s))``.  Under ``present=True`` it is ``N(S C, S M z_j² C²)``, else
+    ``Σ_s Σ_j (g_j^(s) + ζ_j^(s))``.  Under ``present=True`` it is ``N(S C, S M z_j² C²)``, else
     ``N(0, S M z_j² C²)``: a Gaussian pair with GDP parameter ``√S/z_total`` — the same as the S-fold
     composition of the per-step central mechanism, so Lemma 4.5 loses nothing here.
     """
