@@ -173,22 +173,38 @@ def checks_markdown(checks: Iterable, *, expected_failures: Iterable[str] = (),
 
 
 #: visible symbols per line of a formula shown in full (a display line of the text column at 1,280 px)
-LINE_WIDTH = 44
+LINE_WIDTH = 36
 
 
 def _terms_latex(expr, width: int) -> list[str]:
-    """The terms of a sum as LaTeX lines of at most ``width`` visible symbols (one term per line at least)."""
+    """The terms of a sum as LaTeX lines of at most ``width`` visible symbols (one term per line at least).
+
+    A term that is wider than ``width`` on its own and is a fraction is written as its numerator over its
+    denominator, one factor of the denominator per line."""
     lines, cur = [], ""
     for i, term in enumerate(sp.Add.make_args(expr) if not isinstance(expr, sp.Add) else expr.as_ordered_terms()):
         neg = term.could_extract_minus_sign()
-        tex = _latex(-term if neg else term)
-        piece = ("- " if neg else ("+ " if i else "")) + tex
+        body = -term if neg else term
+        sign = "- " if neg else ("+ " if i else "")
+        tex = _latex(body)
+        num, den = sp.fraction(body)
+        if visible_width(tex) > width and den != 1 and len(sp.Mul.make_args(den)) > 1:
+            if cur:
+                lines.append(cur)
+            factors = [r"\left(" + _latex(f) + r"\right)" if isinstance(f, sp.Add) else _latex(f)
+                       for f in sp.Mul.make_args(den)]
+            lines.append(sign + _latex(num) + r"\;\Big/\;\Big[" + factors[0])
+            lines += [r"\qquad\cdot " + f for f in factors[1:]]
+            lines[-1] += r"\Big]"
+            cur = ""
+            continue
+        piece = sign + tex
         if cur and visible_width(cur + piece) > width:
             lines.append(cur)
             cur = piece
         else:
             cur = f"{cur} {piece}".strip()
-    return lines + [cur]
+    return lines + ([cur] if cur else [])
 
 
 def break_latex(expr, width: int = LINE_WIDTH) -> str:
