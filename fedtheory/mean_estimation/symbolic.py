@@ -169,7 +169,8 @@ def lemma_6_1() -> dict[str, sp.Expr]:
     return {"objective": h, "stationarity": sp.expand(sp.diff(h, w)), "minimizer": sp.simplify(w_star),
             "second_derivative": second,
             "alpha": sp.factor(a), "one_minus_alpha": _coeff(in_split, w_hat_ext),
-            "minimizer_split": in_split}
+            "minimizer_split": in_split,
+            "minimizer_collected": sp.collect(in_split, [w_hat_k, w_hat_ext], sp.factor)}
 
 
 @lru_cache(maxsize=None)
