@@ -41,7 +41,7 @@ SKIP_DIRS = {"_static", "_sources", "_images", "_vendor", "_sphinx_design_static
 SKIP_PAGES = {"search.html", "genindex.html", "py-modindex.html"}
 
 #: page -> {kind: reason}: problems a page may still have, each with what it would take to fix it.
-_WIDE_SYMPY = ("derived sympy expressions (App. E.5; the derived-vs-printed check tables) wider than the column at "
+_WIDE_SYMPY = ("derived sympy expressions (the derived-vs-printed check tables) wider than the column at "
                "1,280 px: they need breaking by hand or the proof/verification split of the chapter")
 ALLOWED: dict[str, dict[str, str]] = {
     "book/fedhdp_theory.html": {"overflow": _WIDE_SYMPY},

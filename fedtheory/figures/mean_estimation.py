@@ -107,7 +107,7 @@ def plot_error_curve(K: int = 20, n: int = 200, sigma: float = 0.4, tau: float =
     fig, ax = plt.subplots(figsize=(7, 4.5), constrained_layout=True)
     s2, _ = _draw_error_curve(ax, K, n, sigma, tau, eps, delta, c, title=False)
     ax.set_title(f"MR-MTL error, K = {K}, n = {n}, σ = {sigma:g}, τ = {tau:g}, "
-                 f"ε = {eps:g}, δ = {delta:g}, c = {c:g}\n(σ_loc² = {s2:.3g}, classic Gaussian mechanism)",
+                 f"ε = {eps:g}, δ = {delta:g}, C = {c:g}\n(σ_loc² = {s2:.3g}, classic Gaussian mechanism)",
                  fontsize=9)
     return fig
 
@@ -121,7 +121,7 @@ def plot_error_curves_by_tau(taus: Sequence[float] = DEFAULT_TAUS, K: int = 20, 
     fig, axes = plt.subplots(len(taus), 1, figsize=(7.5, 3.6 * len(taus)), constrained_layout=True)
     for ax, tau in zip(np.atleast_1d(axes), taus):
         _draw_error_curve(ax, K, n, sigma, tau, eps, delta, c)
-    fig.suptitle(f"MR-MTL error E(λ): K = {K}, n = {n}, σ = {sigma:g}, ε = {eps:g}, δ = {delta:g}, c = {c:g}")
+    fig.suptitle(f"MR-MTL error E(λ): K = {K}, n = {n}, σ = {sigma:g}, ε = {eps:g}, δ = {delta:g}, C = {c:g}")
     return fig
 
 
@@ -201,7 +201,7 @@ def plot_gaps_vs_eps(K: int = 20, n: int = 200, sigma: float = 0.4, tau: float =
     ax1.set(yscale="log", ylim=(best.max() / 1e3, None), ylabel="error gap (mean squared error, log scale)",
             title="advantage of optimal MR-MTL: the bump at ε×")
     ax2.set(yscale="log", ylabel="mean squared error", title="errors of the three estimators")
-    fig.suptitle(f"K = {K}, n = {n}, σ = {sigma:g}, τ = {tau:g}, δ = {delta:g}, c = {c:g}")
+    fig.suptitle(f"K = {K}, n = {n}, σ = {sigma:g}, τ = {tau:g}, δ = {delta:g}, C = {c:g}")
     return fig
 
 

@@ -164,11 +164,72 @@ def checks_markdown(checks: Iterable, *, expected_failures: Iterable[str] = (),
         lines.append(f"| **{i}.** {_escape(c.name)} | {cells[0]} |")
         lines.append(f"| {_verdict(c, c.name in expected)} | {cells[1]} |")
     lines.append("````")
-    for i, c, d, p in long_rows:
+    for i, c, _, _ in long_rows:
         mark = "✓" if c else "✗"
         lines += ["", f"````{{dropdown}} {i}. {mark} {_escape(c.name)}: derived and printed in full",
-                  "**Derived (sympy):**", "", "$$", d, "$$", "", "**Printed (paper):**", "", "$$", p, "$$", "````"]
+                  "**Derived (sympy):**", "", "$$", break_latex(c.derived), "$$", "", "**Printed (paper):**", "", "$$",
+                  break_latex(c.printed), "$$", "````"]
     return "\n".join(lines)
+
+
+#: visible symbols per line of a formula shown in full (a display line of the text column at 1,280 px)
+LINE_WIDTH = 36
+
+
+def _terms_latex(expr, width: int) -> list[str]:
+    """The terms of a sum as LaTeX lines of at most ``width`` visible symbols (one term per line at least).
+
+    A term that is wider than ``width`` on its own and is a fraction is written as its numerator over its
+    denominator, one factor of the denominator per line."""
+    lines, cur = [], ""
+    for i, term in enumerate(sp.Add.make_args(expr) if not isinstance(expr, sp.Add) else expr.as_ordered_terms()):
+        neg = term.could_extract_minus_sign()
+        body = -term if neg else term
+        sign = "- " if neg else ("+ " if i else "")
+        tex = _latex(body)
+        num, den = sp.fraction(body)
+        if visible_width(tex) > width and den != 1 and len(sp.Mul.make_args(den)) > 1:
+            if cur:
+                lines.append(cur)
+            factors = [r"\left(" + _latex(f) + r"\right)" if isinstance(f, sp.Add) else _latex(f)
+                       for f in sp.Mul.make_args(den)]
+            lines.append(sign + _latex(num) + r"\;\Big/\;\Big[" + factors[0])
+            lines += [r"\qquad\cdot " + f for f in factors[1:]]
+            lines[-1] += r"\Big]"
+            cur = ""
+            continue
+        piece = sign + tex
+        if cur and visible_width(cur + piece) > width:
+            lines.append(cur)
+            cur = piece
+        else:
+            cur = f"{cur} {piece}".strip()
+    return lines + ([cur] if cur else [])
+
+
+def break_latex(expr, width: int = LINE_WIDTH) -> str:
+    """LaTeX of ``expr`` broken into an ``aligned`` block of lines of about ``width`` visible symbols.
+
+    A formula that fits is returned as :func:`sympy.latex` writes it.  A wider one is written as its numerator
+    over its denominator (``(…) / (…)``), each a sum split between its terms; the expression is the same, only
+    the layout differs.  ``width`` >= 1.
+    """
+    if width < 1:
+        raise ValueError(f"width must be a positive number of symbols (got {width!r})")
+    expr = sp.sympify(expr)
+    tex = _latex(expr)
+    if visible_width(tex) <= width:
+        return tex
+    num, den = sp.fraction(expr)
+    rows = [r"\big(" + ln if i == 0 else r"\quad " + ln for i, ln in enumerate(_terms_latex(num, width))]
+    if den != 1:
+        rows[-1] += r"\big)"
+        drows = _terms_latex(den, width)
+        rows += [r"\Big/\,\big(" + ln if i == 0 else r"\quad " + ln for i, ln in enumerate(drows)]
+        rows[-1] += r"\big)"
+    else:  # a sum (not a fraction): its terms, without the parentheses
+        rows = [ln.replace(r"\big(", "", 1) if i == 0 else ln for i, ln in enumerate(rows)]
+    return r"\begin{aligned}&" + r"\\&".join(rows) + r"\end{aligned}"
 
 
 def display_checks(checks: Iterable, **kwargs):

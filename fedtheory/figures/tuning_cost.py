@@ -224,7 +224,7 @@ def plot_fig7(taus: Sequence[float] = PAPER["taus"], *, trials: int = 500, seed:
     fig.legend(handles, labels, fontsize=9, loc="lower center", ncol=3)
     eps = kw.get("eps", PAPER["eps"])
     m = kw.get("mean_runs", PAPER["mean_runs"])
-    fig.suptitle(f"Cost of private tuning of λ: K=20, n=200, σ=0.4, (ε, δ)=({eps:g}, 1e-5), c=1, E[h]={m:g}\n"
+    fig.suptitle(f"Cost of private tuning of λ: K=20, n=200, σ=0.4, (ε, δ)=({eps:g}, 1e-5), C=1, E[h]={m:g}\n"
                  f"lines: Lemma 6.7, markers: {trials}-trial simulation ± 2 SE; "
                  f"calibration: {kw.get('bound', 'tight')}", fontsize=10)
     fig.tight_layout(rect=(0, 1.1 / (3.4 * len(taus) + 1.2), 1, 1))

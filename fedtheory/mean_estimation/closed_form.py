@@ -2,11 +2,11 @@
 
 Model (Assumptions E.1 and E.2 of the paper): a meta-centre θ with a flat prior; silo centres
 ``w_k ~ N(θ, τ²)`` for ``k = 1..K``; data ``x_{k,i} ~ N(w_k, σ²)`` for ``i = 1..n``; every silo releases
-``ŵ_k = (ξ_k + Σ_i x_{k,i}) / n`` with ``ξ_k ~ N(0, σ_DP²)`` (one-shot Gaussian mechanism on the sum,
+``ŵ_k = (ζ_k + Σ_i x_{k,i}) / n`` with ``ζ_k ~ N(0, σ_DP²)`` (one-shot Gaussian mechanism on the sum,
 no clipping error).  Then ``ŵ_k - w_k ~ N(0, σ_loc²)`` with ``σ_loc² = σ²/n + σ_DP²/n²`` (eq. 5).
 
-MR-MTL with penalty ``λ/2 (w - w̄)²`` returns ``ŵ_k(λ) = α ŵ_k + (1 - α) ŵ_{\\k}`` with
-``α = (K + λ) / ((1 + λ) K)`` (Lemma 6.1).  ``λ = 0`` is local training, ``λ = ∞`` (``np.inf``) is
+MR-MTL with penalty ``λ/2 (w - w̄)²`` returns ``ŵ_k(λ) = a ŵ_k + (1 - a) ŵ_{\\k}`` with
+``a = (K + λ) / ((1 + λ) K)`` (Lemma 6.1).  ``λ = 0`` is local training, ``λ = ∞`` (``np.inf``) is
 FedAvg (``ŵ_k(∞) = w̄``).
 
 Every function is vectorized over numpy arrays (broadcasting), validates its arguments (``ValueError``
@@ -86,7 +86,7 @@ def local_variance(sigma2: ArrayLike, n: ArrayLike, sigma_dp2: ArrayLike = 0.0) 
 
 
 def alpha(lam: ArrayLike, K: ArrayLike) -> float | np.ndarray:
-    """Weight on the local estimate in Lemma 6.1, ``α = (K + λ) / ((1 + λ) K)``; ``α(0) = 1``, ``α(∞) = 1/K``."""
+    """Weight ``a`` (the paper's α) on the local estimate in Lemma 6.1, ``a = (K + λ) / ((1 + λ) K)``; ``a(0) = 1``, ``a(∞) = 1/K``."""
     lam = check_nonnegative("lam", lam)
     K = check_integer_at_least("K", K, 2).astype(float)
     w = _shrink(lam)
@@ -98,7 +98,7 @@ def mrmtl_estimate(w_hat: ArrayLike, lam: ArrayLike) -> np.ndarray:
 
     ``w_hat`` holds the K local (private) estimates on its last axis (``K >= 2``); ``w̄`` is their mean.
     ``lam`` is a scalar or broadcasts against ``w_hat``'s leading axes (``np.inf`` gives FedAvg, the
-    mean for every silo).  This equals ``α ŵ_k + (1 - α) ŵ_{\\k}``; it is the minimizer of
+    mean for every silo).  This equals ``a ŵ_k + (1 - a) ŵ_{\\k}``; it is the minimizer of
     ``½(w - ŵ_k)² + λ/2 (w - w̄)²`` and of the joint objective (18) (checked in the tests by numerical
     minimization).
     """
@@ -146,7 +146,7 @@ def _common(sigma_loc2: ArrayLike, tau2: ArrayLike, K: ArrayLike):
 def mse(lam: ArrayLike, sigma_loc2: ArrayLike, tau2: ArrayLike, K: ArrayLike) -> float | np.ndarray:
     """Mean squared error of MR-MTL, ``E(λ) = (1 - 1/K)(σ_loc² + λ²τ²)/(λ + 1)² + σ_loc²/K`` (Lemma 6.7).
 
-    Equivalently ``α² σ_loc² + (1 - α)² (Kτ² + σ_loc²)/(K - 1)``.  ``lam >= 0``; ``lam = np.inf`` gives
+    Equivalently ``a² σ_loc² + (1 - a)² (Kτ² + σ_loc²)/(K - 1)``.  ``lam >= 0``; ``lam = np.inf`` gives
     FedAvg's error ``(σ_loc² + (K - 1)τ²)/K`` and ``lam = 0`` local training's ``σ_loc²``.  The error is
     unimodal in λ with its minimum at :func:`optimal_lambda`.  It is the error averaged over centres,
     data and DP noise (the paper writes a conditional expectation; see the chapter's errata).

@@ -4,10 +4,10 @@ Silo k has its own sample count n_k, data variance σ_k² and DP noise σ_DP,k²
 (ε_k, δ_k)), hence its own local variance ``σ̃_k² = σ_k²/n_k + σ_DP,k²/n_k²`` (eq. 39 with the paper's
 ``n`` corrected to ``n_k``; compute it with :func:`fedtheory.mean_estimation.local_variance`).  The
 centres still satisfy ``w_k ~ N(θ, τ²)`` and MR-MTL still shrinks towards the *unweighted* mean of the
-other silos, ``ŵ_k(λ) = α ŵ_k + (1 - α) ŵ_{\\k}`` with ``α = (K + λ)/((1 + λ)K)``.
+other silos, ``ŵ_k(λ) = a ŵ_k + (1 - a) ŵ_{\\k}`` with ``a = (K + λ)/((1 + λ)K)``.
 
-With ``S_k = Σ_{j≠k} σ̃_j²`` the external average is ``ŵ_{\\k} = w_k + N(0, V_k)``,
-``V_k = Kτ²/(K - 1) + S_k/(K - 1)²`` (eqs. 40-43).
+The external average is ``ŵ_{\\k} = w_k + N(0, V_k)``,
+``V_k = Kτ²/(K - 1) + Σ_{j≠k} σ̃_j²/(K - 1)²`` (eqs. 40-43).
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _silos(sigma_loc2: ArrayLike) -> np.ndarray:
 
 
 def external_variance(sigma_loc2: ArrayLike, tau2: ArrayLike) -> np.ndarray:
-    """``V_k = Kτ²/(K-1) + S_k/(K-1)²``: variance of ``ŵ_{\\k} - w_k`` for every silo (eqs. 40-43).
+    """``V_k = Kτ²/(K-1) + Σ_{j≠k} σ̃_j²/(K-1)²``: variance of ``ŵ_{\\k} - w_k`` for every silo (eqs. 40-43).
 
     ``sigma_loc2`` has shape ``(..., K)`` (one local variance per silo on the last axis); ``tau2``
     broadcasts against its leading axes.  Returns an array of shape ``(..., K)``.
@@ -52,15 +52,15 @@ def external_variance(sigma_loc2: ArrayLike, tau2: ArrayLike) -> np.ndarray:
 
 
 def optimal_lambdas_heterogeneous(sigma_loc2: ArrayLike, tau2: ArrayLike) -> np.ndarray:
-    """Silo-specific optimal λ (Theorem E.5): ``λ*_k = K(K-1)σ̃_k² / (K(K-1)τ² + S_k - (K-1)σ̃_k²)``.
+    """Silo-specific optimal λ (Theorem E.5): ``λ*_k = K(K-1)σ̃_k² / (K(K-1)τ² + Σ_{j≠k} σ̃_j² - (K-1)σ̃_k²)``.
 
     ``sigma_loc2`` holds one local variance σ̃_k² per silo on its last axis (shape ``(..., K)``, K >= 2);
     ``tau2`` is τ² (broadcasts against the leading axes).  Returns λ*_k with the shape of
     ``sigma_loc2``.  It reduces to Theorem 6.3's ``σ_loc²/τ²`` when all silos are alike.
 
     **Negative values are returned, not hidden.**  λ*_k < 0 happens when
-    ``σ̃_k² > Kτ² + S_k/(K-1)``: the posterior-mean weight ``σ̄_k²/σ̃_k²`` on the silo's own estimate is
-    then below ``1/K``, which no λ >= 0 reaches (α >= 1/K).  Because the silo's error
+    ``σ̃_k² > Kτ² + Σ_{j≠k} σ̃_j²/(K-1)``: the posterior-mean weight ``σ̄_k²/σ̃_k²`` on the silo's own estimate is
+    then below ``1/K``, which no λ >= 0 reaches (a >= 1/K).  Because the silo's error
     ``E_k(λ)`` (:func:`mse_heterogeneous`) is then decreasing on all of [0, ∞), the best admissible
     choice is FedAvg (λ = ∞): callers should read a negative λ*_k as "fall back to FedAvg", e.g.
     ``np.where(lam < 0, np.inf, lam)``.  A zero denominator (weight exactly 1/K) gives ``np.inf``.
@@ -94,7 +94,7 @@ def posterior_variance_heterogeneous(sigma_loc2: ArrayLike, tau2: ArrayLike) -> 
 
 def mse_heterogeneous(lam: ArrayLike, sigma_loc2: ArrayLike, tau2: ArrayLike, *,
                       per_silo: bool = False) -> np.ndarray:
-    """Per-silo error curves ``E_k(λ) = α² σ̃_k² + (1 - α)² V_k`` (App. E.5; not printed in the paper).
+    """Per-silo error curves ``E_k(λ) = a² σ̃_k² + (1 - a)² V_k`` (App. E.5; not printed in the paper).
 
     ``sigma_loc2`` holds σ̃_k² on its last axis (shape ``(..., K)``), ``tau2`` is τ².  ``lam >= 0``
     (``np.inf`` = FedAvg).

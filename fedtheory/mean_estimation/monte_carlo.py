@@ -2,7 +2,7 @@
 
 Each trial draws the whole generative model afresh: a meta-centre θ (fixed, default 0: the error does
 not depend on it), silo centres ``w_k ~ N(θ, τ²)``, the data of every silo, and the DP noise
-``ξ_k ~ N(0, σ_DP²)`` added to each silo's sum.  The silos release ``ŵ_k = (ξ_k + Σ_i x_{k,i})/n``;
+``ζ_k ~ N(0, σ_DP²)`` added to each silo's sum.  The silos release ``ŵ_k = (ζ_k + Σ_i x_{k,i})/n``;
 MR-MTL's estimate ``ŵ_k(λ)`` (Lemma 6.1, :func:`~fedtheory.mean_estimation.closed_form.mrmtl_estimate`)
 is compared with the true ``w_k``.  No clipping is applied (Assumption E.2).
 

@@ -30,7 +30,7 @@ from fedtheory.checks import Check, compare
 
 __all__ = [
     "K", "n", "lam", "s", "tau2", "sigma2", "sdp2", "eps", "delta", "c",
-    "s_k", "S_k", "n_k", "sigma2_k", "sdp2_k",
+    "s_k", "sum_others", "n_k", "sigma2_k", "sdp2_k", "V",
     "variance_of_linear", "gaussian_posterior",
     "local_variance", "lemma_6_1", "lemma_6_1_joint", "lemma_6_2", "theorem_6_3", "error_curve",
     "corollary_6_4", "proposition_6_5", "proposition_6_6", "theorem_6_8", "crossover",
@@ -47,10 +47,11 @@ sigma2 = sp.Symbol(r"\sigma^{2}", positive=True)
 sdp2 = sp.Symbol(r"\sigma_{DP}^{2}", positive=True)
 eps = sp.Symbol(r"\varepsilon", positive=True)
 delta = sp.Symbol(r"\delta", positive=True)
-c = sp.Symbol("c", positive=True)
+c = sp.Symbol("C", positive=True)  # clip norm
 # heterogeneous silos (App. E.5)
 s_k = sp.Symbol(r"\tilde\sigma_{k}^{2}", positive=True)
-S_k = sp.Symbol("S_k", positive=True)  # Σ_{j≠k} σ̃_j²
+# Σ_{j≠k} σ̃_j², the other silos' local variances: one symbol, typeset as the sum it stands for
+sum_others = sp.Symbol(r"{\textstyle\sum_{j\ne k}}\tilde\sigma_{j}^{2}", positive=True)
 n_k = sp.Symbol("n_k", positive=True)
 sigma2_k = sp.Symbol(r"\sigma_{k}^{2}", positive=True)
 sdp2_k = sp.Symbol(r"\sigma_{k,DP}^{2}", positive=True)
@@ -59,6 +60,8 @@ w = sp.Symbol("w")
 w_hat_k = sp.Symbol(r"\hat w_k")
 w_hat_ext = sp.Symbol(r"\hat w_{\setminus k}")
 w_bar = sp.Symbol(r"\bar w")
+# variance of the other silos' average around w_k, kept as one symbol until the last step of a proof
+V = sp.Symbol("V", positive=True)
 
 # Integer-valued symbols get integer test points in compare(); K >= 2.
 _DOMAIN = {K: (2, 60), n: (1, 500), n_k: (1, 500)}
@@ -104,7 +107,7 @@ def printed() -> dict[str, sp.Expr]:
     """The expressions as printed in the paper (Sec. 6 and App. E), keyed by result."""
     V_paper = (K * tau2 + s) / (K - 1)
     sw2 = 1 / (1 / s + (K - 1) / (K * tau2 + s))
-    Sh = (K - 1) * K * tau2 + S_k
+    Sh = (K - 1) * K * tau2 + sum_others
     sbar2 = 1 / (1 / s_k + (K - 1) ** 2 / Sh)
     return {
         "eq5_local_variance": sigma2 / n + sdp2 / n**2,
@@ -125,21 +128,21 @@ def printed() -> dict[str, sp.Expr]:
         "crossover_epsilon": c * sp.sqrt(2 * sp.log(sp.Rational(5, 4) / delta)) / (n * sp.sqrt(tau2 - sigma2 / n)),
         "E5_eq39_local_variance": sigma2_k / n + sdp2_k / n**2,  # as printed (typo: n for n_k)
         "E5_eq39_corrected": sigma2_k / n_k + sdp2_k / n_k**2,
-        "E5_V_k": K * tau2 / (K - 1) + S_k / (K - 1) ** 2,
+        "E5_V_k": K * tau2 / (K - 1) + sum_others / (K - 1) ** 2,
         "E4_sigma_bar2": sbar2,
         "E4_mu_bar": sbar2 / s_k * w_hat_k + (K - 1) ** 2 * sbar2 / Sh * w_hat_ext,
-        "E5_lambda_star": s_k / (tau2 + (S_k / (K - 1) - s_k) / K),
-        "E5_lambda_star_expanded": K * (K - 1) * s_k / (K * (K - 1) * tau2 + S_k - (K - 1) * s_k),
+        "E5_lambda_star": s_k / (tau2 + (sum_others / (K - 1) - s_k) / K),
+        "E5_lambda_star_expanded": K * (K - 1) * s_k / (K * (K - 1) * tau2 + sum_others - (K - 1) * s_k),
     }
 
 
 # --- derivations -----------------------------------------------------------------------------------
 @lru_cache(maxsize=None)
 def local_variance() -> dict[str, sp.Expr]:
-    """Eq. (5): ``Var(ŵ_k - w_k)`` for ``ŵ_k = (ξ_k + Σ_i x_{k,i})/n``; also the E.5 version with n_k.
+    """Eq. (5): ``Var(ŵ_k - w_k)`` for ``ŵ_k = (ζ_k + Σ_i x_{k,i})/n``; also the E.5 version with n_k.
 
     ``Σ_i (x_{k,i} - w_k)`` is a sum of n independent ``N(0, σ²)`` (variance ``Σ_{i=1}^n σ²``, summed by
-    sympy) and ``ξ_k ~ N(0, σ_DP²)`` is independent of it.
+    sympy) and ``ζ_k ~ N(0, σ_DP²)`` is independent of it.
     """
     i = sp.Symbol("i", integer=True, positive=True)
     Z, Xi = sp.symbols("Z_sum Xi")
@@ -147,24 +150,27 @@ def local_variance() -> dict[str, sp.Expr]:
     for key, nn, v, vdp in (("homogeneous", n, sigma2, sdp2), ("heterogeneous", n_k, sigma2_k, sdp2_k)):
         var_sum = sp.summation(v, (i, 1, nn))
         out[key] = variance_of_linear((Z + Xi) / nn, {Z: var_sum, Xi: vdp})
+        out[f"{key}_data_sum_variance"] = var_sum  # Var Σ_i (x_{k,i} - w_k), summed by sympy
     return out
 
 
 @lru_cache(maxsize=None)
 def lemma_6_1() -> dict[str, sp.Expr]:
-    """Lemma 6.1: minimizer of ``h_k(w) = ½(w - ŵ_k)² + λ/2 (w - w̄)²`` and the weight α.
+    """Lemma 6.1: minimizer of ``h_k(w) = ½(w - ŵ_k)² + λ/2 (w - w̄)²`` and the weight a.
 
     sympy solves ``h_k'(w) = 0``; substituting ``w̄ = (ŵ_k + (K-1) ŵ_{\\k})/K`` and collecting the
-    coefficient of ``ŵ_k`` gives α (the coefficient of ``ŵ_{\\k}`` is checked to be ``1 - α``).
+    coefficient of ``ŵ_k`` gives a (the coefficient of ``ŵ_{\\k}`` is checked to be ``1 - a``).
     """
     h = sp.Rational(1, 2) * (w - w_hat_k) ** 2 + lam / 2 * (w - w_bar) ** 2
     (w_star,) = sp.solve(sp.diff(h, w), w)
     second = sp.diff(h, w, 2)
     in_split = sp.expand(w_star.subs(w_bar, (w_hat_k + (K - 1) * w_hat_ext) / K))
     a = _coeff(in_split, w_hat_k)
-    return {"objective": h, "minimizer": sp.simplify(w_star), "second_derivative": second,
+    return {"objective": h, "stationarity": sp.expand(sp.diff(h, w)), "minimizer": sp.simplify(w_star),
+            "second_derivative": second,
             "alpha": sp.factor(a), "one_minus_alpha": _coeff(in_split, w_hat_ext),
-            "minimizer_split": in_split}
+            "minimizer_split": in_split,
+            "minimizer_collected": sp.collect(in_split, [w_hat_k, w_hat_ext], sp.factor)}
 
 
 @lru_cache(maxsize=None)
@@ -173,7 +179,7 @@ def lemma_6_1_joint(K_value: int = 4) -> dict[str, sp.Expr]:
 
     Minimizes ``(1/K) Σ_k [½(w_k - ŵ_k)² + λ/2 (w_k - w̄)²]`` with ``w̄ = mean(w)`` over all ``w_k`` at
     once (sympy solves the linear gradient system) and returns silo 1's minimizer and the printed
-    ``α ŵ_1 + (1 - α) ŵ_{\\1}`` at that K.
+    ``a ŵ_1 + (1 - a) ŵ_{\\1}`` at that K.
     """
     ws = sp.symbols(f"w_1:{K_value + 1}")
     wh = sp.symbols(rf"\hat{{w}}_1:{K_value + 1}")
@@ -195,26 +201,52 @@ def lemma_6_2() -> dict[str, sp.Expr]:
     where ``Σ_{j≠k} u_j ~ N(0, (K-1)τ²)`` and ``Σ_{j≠k} ẑ_j ~ N(0, (K-1)σ_loc²)``.
     """
     U, A, B = sp.symbols("u_k A B")
-    V = variance_of_linear((A + B) / (K - 1) - U, {U: tau2, A: (K - 1) * tau2, B: (K - 1) * s})
+    Vd = variance_of_linear((A + B) / (K - 1) - U, {U: tau2, A: (K - 1) * tau2, B: (K - 1) * s})
+    post = _posterior_in_V(s)
+    mu = sp.simplify(post["mu_in_V"].subs(V, Vd))
+    var = sp.factor(post["var_in_V"].subs(V, Vd))
+    return {"V": sp.factor(Vd), "sigma_w2": var, "mu": mu,
+            "mu_weight_local": _coeff(mu, w_hat_k), "mu_weight_ext": _coeff(mu, w_hat_ext),
+            "log_posterior": post["log_posterior"], "mu_in_V": post["mu_in_V"], "sigma_w2_in_V": post["var_in_V"],
+            "weight_local_in_V": post["weight_local_in_V"]}
+
+
+def _posterior_in_V(own_variance: sp.Expr) -> dict[str, sp.Expr]:
+    """Lemma E.3 for ``ŵ_k = w_k + N(0, own_variance)`` and ``ŵ_{\\k} = w_k + N(0, V)`` with ``V`` a symbol."""
     wk = sp.Symbol("w_k")
-    mu, var = gaussian_posterior(wk, [(w_hat_k, s), (w_hat_ext, V)])
-    return {"V": sp.factor(V), "sigma_w2": sp.factor(var), "mu": mu,
-            "mu_weight_local": _coeff(mu, w_hat_k), "mu_weight_ext": _coeff(mu, w_hat_ext)}
+    obs = [(w_hat_k, own_variance), (w_hat_ext, V)]
+    mu, var = gaussian_posterior(wk, obs)
+    return {"log_posterior": -sum((v - wk) ** 2 / (2 * vv) for v, vv in obs), "mu_in_V": sp.factor(mu),
+            "var_in_V": sp.factor(var), "weight_local_in_V": sp.factor(_coeff(mu, w_hat_k))}
+
+
+@lru_cache(maxsize=None)
+def lambda_star_in_V() -> dict[str, sp.Expr]:
+    """λ* in terms of the external variance ``V``: solve ``a(λ) = V/(σ_loc² + V)`` (the posterior weight on ``ŵ_k``).
+
+    Both Theorem 6.3 (``V`` of Lemma 6.2) and Theorem E.5 (``V_k``, with ``σ̃_k²`` for ``σ_loc²``) substitute
+    into this one root.
+    """
+    a = lemma_6_1()["alpha"]
+    w_post = _posterior_in_V(s)["weight_local_in_V"]
+    (root,) = sp.solve(sp.Eq(a, w_post), lam)
+    return {"equation": sp.Eq(a, w_post), "lambda_star": sp.factor(root)}
 
 
 @lru_cache(maxsize=None)
 def error_curve() -> dict[str, sp.Expr]:
-    """Lemma 6.7: ``E(λ) = E[(w_k - ŵ_k(λ))²]`` with ``ŵ_k(λ) = α ŵ_k + (1-α) ŵ_{\\k}``.
+    """Lemma 6.7: ``E(λ) = E[(w_k - ŵ_k(λ))²]`` with ``ŵ_k(λ) = a ŵ_k + (1-a) ŵ_{\\k}``.
 
-    ``w_k - ŵ_k(λ) = -α e_1 - (1-α) e_2`` with independent ``e_1 ~ N(0, σ_loc²)`` (the silo's own noise)
+    ``w_k - ŵ_k(λ) = -a e_1 - (1-a) e_2`` with independent ``e_1 ~ N(0, σ_loc²)`` (the silo's own noise)
     and ``e_2 ~ N(0, V)`` (centres and noise of the other silos): averaged over the model.
     """
     a = lemma_6_1()["alpha"]
-    V = lemma_6_2()["V"]
-    e1, e2 = sp.symbols("e_1 e_2")
-    E = variance_of_linear(-a * e1 - (1 - a) * e2, {e1: s, e2: V})
+    Vd = lemma_6_2()["V"]
+    e1, e2, A = sp.symbols("e_1 e_2 a")
+    in_a = variance_of_linear(-A * e1 - (1 - A) * e2, {e1: s, e2: V})  # a² σ_loc² + (1 - a)² V
+    E = in_a.subs({A: a, V: Vd})
     dE = sp.factor(sp.diff(E, lam))
-    return {"E": sp.factor(E), "dE_dlambda": dE, "E_local": sp.simplify(E.subs(lam, 0)),
+    return {"E_in_a": in_a, "E": sp.factor(E), "dE_dlambda": dE, "E_local": sp.simplify(E.subs(lam, 0)),
             "E_fedavg": sp.factor(sp.limit(E, lam, sp.oo))}
 
 
@@ -229,9 +261,10 @@ def theorem_6_3() -> dict[str, sp.Expr]:
     if len(match) != 1 or len(crit) != 1:
         raise ArithmeticError(f"expected one λ*, got {match} (matching) and {crit} (stationary points)")
     lam_star = match[0]
+    via_V = sp.simplify(lambda_star_in_V()["lambda_star"].subs(V, post["V"]))
     # the ŵ_{\k} weight then matches too, so ŵ_k(λ*) is the posterior mean μ_k
     ext_residual = sp.simplify((1 - a).subs(lam, lam_star) - post["mu_weight_ext"])
-    return {"by_matching": sp.simplify(lam_star), "by_minimizing": sp.simplify(crit[0]),
+    return {"by_matching": sp.simplify(lam_star), "by_minimizing": sp.simplify(crit[0]), "via_V": via_V,
             "ext_weight_residual": ext_residual,
             "expanded": sp.simplify(lam_star.subs(s, local_variance()["homogeneous"]))}
 
@@ -280,26 +313,29 @@ def crossover() -> dict[str, sp.Expr]:
 
 @lru_cache(maxsize=None)
 def heterogeneous() -> dict[str, sp.Expr]:
-    """App. E.5: silo k with local variance σ̃_k², the others' sum S_k = Σ_{j≠k} σ̃_j².
+    """App. E.5: silo k with local variance σ̃_k², the others' sum sum_others = Σ_{j≠k} σ̃_j².
 
-    ``ŵ_{\\k} - w_k = (Σ_{j≠k} u_j + Σ_{j≠k} ẑ_j)/(K-1) - u_k`` with ``Var(Σ_{j≠k} ẑ_j) = S_k``; the
+    ``ŵ_{\\k} - w_k = (Σ_{j≠k} u_j + Σ_{j≠k} ẑ_j)/(K-1) - u_k`` with ``Var(Σ_{j≠k} ẑ_j) = sum_others``; the
     posterior (Lemma E.4), λ*_k by matching (Theorem E.5), the per-silo error curve E_k(λ) (not printed
     in the paper) and its stationary point.
     """
     U, A, B = sp.symbols("u_k A B")
-    V = variance_of_linear((A + B) / (K - 1) - U, {U: tau2, A: (K - 1) * tau2, B: S_k})
-    wk = sp.Symbol("w_k")
-    mu, var = gaussian_posterior(wk, [(w_hat_k, s_k), (w_hat_ext, V)])
+    Vk = variance_of_linear((A + B) / (K - 1) - U, {U: tau2, A: (K - 1) * tau2, B: sum_others})
+    post = _posterior_in_V(s_k)
+    mu, var = sp.simplify(post["mu_in_V"].subs(V, Vk)), post["var_in_V"].subs(V, Vk)
     a = lemma_6_1()["alpha"]
     (lam_star,) = sp.solve(sp.Eq(a, _coeff(mu, w_hat_k)), lam)
+    in_V = lambda_star_in_V()["lambda_star"].subs(s, s_k)
     e1, e2 = sp.symbols("e_1 e_2")
-    E = variance_of_linear(-a * e1 - (1 - a) * e2, {e1: s_k, e2: V})
+    E = variance_of_linear(-a * e1 - (1 - a) * e2, {e1: s_k, e2: Vk})
     crit = sp.solve(sp.numer(sp.together(sp.diff(E, lam))), lam)
-    return {"V_k": sp.factor(V), "sigma_bar2": sp.factor(var), "mu_bar": mu,
+    return {"V_k": sp.factor(Vk), "sigma_bar2": sp.factor(var), "mu_bar": mu,
+            "sigma_bar2_in_V": post["var_in_V"], "mu_bar_in_V": post["mu_in_V"], "lambda_star_in_V": in_V,
+            "lambda_star_via_V": sp.factor(in_V.subs(V, Vk)), "fedavg_condition": sp.factor((K - 1) * Vk - s_k),
             "lambda_star": sp.factor(lam_star), "E_k": sp.factor(E),
             "E_k_stationary": [sp.factor(r) for r in crit],
             "E_k_at_lambda_star": sp.factor(E.subs(lam, lam_star)),
-            "homogeneous_limit": sp.simplify(lam_star.subs(S_k, (K - 1) * s_k).subs(s_k, s))}
+            "homogeneous_limit": sp.simplify(lam_star.subs(sum_others, (K - 1) * s_k).subs(s_k, s))}
 
 
 # --- the checks ------------------------------------------------------------------------------------
@@ -326,6 +362,7 @@ def checks() -> list[Check]:
         compare("Lemma 6.2 μ_k", l62["mu"], p["L6.2_mu"], **kw),
         compare("Theorem 6.3 λ* (matching a with the posterior)", t63["by_matching"], p["T6.3_lambda_star"], **kw),
         compare("Theorem 6.3 λ* (minimizing E(λ))", t63["by_minimizing"], p["T6.3_lambda_star"], **kw),
+        compare("Theorem 6.3 λ* via λ*(V) with V of Lemma 6.2", t63["via_V"], p["T6.3_lambda_star"], **kw),
         compare("Theorem 6.3 λ* = (σ² + σ_DP²/n)/(nτ²)", t63["expanded"], p["T6.3_lambda_star_expanded"], **kw),
         compare("Corollary 6.4 E* = E(λ*)", c64["E_star"], p["C6.4_E_star"], **kw),
         compare("Corollary 6.4 E* = σ_w²", c64["sigma_w2"], p["C6.4_E_star"], **kw),
@@ -347,8 +384,9 @@ def checks() -> list[Check]:
         compare("Lemma E.4 σ̄_k²", het["sigma_bar2"], p["E4_sigma_bar2"], **kw),
         compare("Lemma E.4 μ̄_k", het["mu_bar"], p["E4_mu_bar"], **kw),
         compare("Theorem E.5 λ*_k (eq. 47, first form)", het["lambda_star"], p["E5_lambda_star"], **kw),
+        compare("Theorem E.5 λ*_k via λ*(V) with V_k", het["lambda_star_via_V"], p["E5_lambda_star"], **kw),
         compare("Theorem E.5 λ*_k (eq. 47, second form)", het["lambda_star"], p["E5_lambda_star_expanded"], **kw),
-        compare("Theorem E.5 reduces to Theorem 6.3 (S_k = (K−1)σ̃_k²)", het["homogeneous_limit"],
+        compare("Theorem E.5 reduces to Theorem 6.3 (all σ̃_j² equal)", het["homogeneous_limit"],
                 p["T6.3_lambda_star"], **kw),
         compare("E_k(λ) is minimal at λ*_k (not printed)", het["E_k_stationary"][0] if len(het["E_k_stationary"]) == 1
                 else sp.nan, p["E5_lambda_star_expanded"], **kw),

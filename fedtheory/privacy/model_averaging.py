@@ -2,18 +2,18 @@
 
 Heikkilä, "On Using Secure Aggregation in DP Federated Learning with Multiple Local Steps" (TMLR 2025),
 App. A.7, Table 1.  **Setting.**  M parties with disjoint data each run ``steps`` DP-SGD steps from a
-common start, with a common learning rate, clip C, Poisson rate q and per-step noise multiplier σ
+common start, with a common learning rate, clip C, Poisson rate q and per-step noise multiplier z
 calibrated so that *one party alone* meets ``(eps_party, δ)`` (local DP).  Averaging the M final models
 is FedAvg with one round: ``θ̄ = θ⁰ − (η/M) Σ_s Σ_j (g_j^(s) + ξ_j^(s))``, so by Thm 4.6 (each step's
-sum over parties is dominated by one subsampled Gaussian of sensitivity C and noise std ``√M σ C``)
-the average is accounted as ``steps`` Poisson-subsampled Gaussian steps with multiplier ``√M σ``,
+sum over parties is dominated by one subsampled Gaussian of sensitivity C and noise std ``√M z C``)
+the average is accounted as ``steps`` Poisson-subsampled Gaussian steps with multiplier ``√M z``,
 against anyone who sees only the average.  **Sample-level add/remove adjacency** (one record of one
 party).
 
 **Accountants.**  ``"rdp"``, ``"pld"``, ``"prv"`` (the registry, :mod:`fedtheory.privacy.accountants`)
 and ``"paper_code"``: the accountant of the paper's released code (App. A.5), Gaussian subsampled RDP
 at the integer orders 2..255 with Mironov's *classic* conversion ``ε = min_α ε(α) + log(1/δ)/(α−1)``
-(:func:`fedtheory.privacy.secagg.paper_code_epsilon`).  All four calibrate σ through the one
+(:func:`fedtheory.privacy.secagg.paper_code_epsilon`).  All four calibrate z through the one
 calibration :func:`fedtheory.privacy.calibration.calibrate`; ``paper_code`` does so exactly by handing
 the ``rdp`` accountant the curve ``ε(α) + log α/(α−1) − log(1 − 1/α)`` on the integer grid, whose
 improved conversion *is* the classic conversion of ``ε(α)`` (:func:`paper_code_event`).
@@ -21,7 +21,7 @@ improved conversion *is* the classic conversion of ``ε(α)`` (:func:`paper_code
 **Why the numbers differ** (the table in ``secagg-and-pets.md`` prints 0.50 / 0.20 / 0.11 for M = 2 / 5 /
 10 at one step, q = 0.0533, δ = 1e-5; the ``rdp`` accountant gives 0.46 / 0.17 / 0.09): the same δ, the
 same RDP curve of the subsampled Gaussian, a different **RDP→DP conversion**.  The classic conversion
-is looser by ``log α/(α−1) − log(1 − 1/α)`` at the optimal order, which (i) makes the one-party σ
+is looser by ``log α/(α−1) − log(1 − 1/α)`` at the optimal order, which (i) makes the one-party z
 larger (1.476 vs 1.260 for ε = 1) and (ii) adds a larger constant to the averaged model's ε.
 ``paper_code`` reproduces the printed rows.  The order grid matters too where the optimal order falls in a
 gap of the grid: at M = 10, one step, the ``rdp`` accountant's grid (…, 64, 80, 96, …) gives 0.0882 at order
@@ -81,7 +81,7 @@ def _eps(z, q, steps, delta, accountant):
 
 def party_noise_multiplier(eps_party: float, sample_rate: float, steps: int, delta: float,
                            accountant: str = "rdp") -> float:
-    """Per-step noise multiplier σ of one party that meets ``(eps_party, δ)`` alone (certified ≤ target)."""
+    """Per-step noise multiplier z of one party that meets ``(eps_party, δ)`` alone (certified ≤ target)."""
     q, steps, delta = _check(sample_rate, steps, delta, accountant)
     acc = "rdp" if accountant == "paper_code" else accountant
     return float(calibrate(lambda z: _event(z, q, steps, accountant), eps_party, delta, acc))
@@ -91,7 +91,7 @@ def averaged_model_epsilon(eps_party: float, M: int, sample_rate: float, steps: 
                            accountant: str = "rdp") -> float:
     """ε of the average of ``M`` models, each trained to ``(eps_party, δ)`` local DP (module docstring).
 
-    The same ``accountant`` calibrates the party's σ and accounts the average (multiplier ``√M σ``).
+    The same ``accountant`` calibrates the party's z and accounts the average (multiplier ``√M z``).
     ``M = 1`` returns the party's own (certified ≤ ``eps_party``) ε.
     """
     M = int(check_integer_at_least("M", M, 1))

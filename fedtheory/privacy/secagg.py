@@ -5,7 +5,7 @@ Steps" (TMLR 2025, arXiv 2407.19286), Theorems 4.6 and 4.7 and Appendix A.3.
 
 **Setting.**  M clients (silos) with disjoint data; in each of R rounds every client runs S local DP-SGD
 steps: Poisson-sample a batch at rate q, clip per-sample gradients to norm C, sum, add Gaussian noise
-``N(0, (σ_j C)² I)`` (σ_j: the client's per-step noise multiplier), step.  The client's update (the sum
+``N(0, (z_j C)² I)`` (z_j: the client's per-step noise multiplier, the paper's σ_j), step.  The client's update (the sum
 of its S noisy steps) leaves only through secure aggregation, idealised as a trusted aggregator 𝒯 that
 reveals only the sum over clients.
 
@@ -17,17 +17,17 @@ subsampled-Gaussian RDP/PLD curves are for this relation).  The guarantee is for
 
 * ``"ddp"`` — Thm 4.6 + 4.7, honest-but-curious server, **fully honest clients**: each local step of
   the M clients is dominated by one central subsampled Gaussian with noise multiplier
-  ``σ_total = sqrt(Σ_j σ_j²)`` ("sum-dominating"), and the released sum of S steps is post-processing of
+  ``z_total = sqrt(Σ_j z_j²)`` ("sum-dominating"), and the released sum of S steps is post-processing of
   releasing every step (Lemma 4.5), so the whole run is accounted as **R·S** compositions of the central
-  mechanism.  Infinite divisibility splits σ_total into ``σ_j = σ_total/√M``.
+  mechanism.  Infinite divisibility splits z_total into ``z_j = z_total/√M``.
 * ``"ddp_hbc"`` — honest-but-curious, non-colluding **clients**: a client can subtract its own noise from
-  the aggregate, so the other M-1 clients' noise must reach σ_total: ``σ_j = σ_total/√(M-1)``.
+  the aggregate, so the other M-1 clients' noise must reach z_total: ``z_j = z_total/√(M-1)``.
 * ``"ldp"`` — no trust in aggregation (local DP): every client's own noise must meet the target,
-  ``σ_j = σ_total`` (same q, R·S steps).  Also the level needed when a silo's *personalised* model is
+  ``z_j = z_total`` (same q, R·S steps).  Also the level needed when a silo's *personalised* model is
   released (MR-MTL), which never passes through 𝒯.
 * ``"naive"`` — the per-round update is treated as one Gaussian release: sensitivity ``S·C`` (triangle
-  inequality over the S steps), noise ``sqrt(M S) σ_j C``, R-fold composition without subsampling
-  amplification.  Its per-client σ_j grows like √S.
+  inequality over the S steps), noise ``sqrt(M S) z_j C``, R-fold composition without subsampling
+  amplification.  Its per-client z_j grows like √S.
 
 Accountants: ``"rdp"`` (Opacus/fedtheory RDP + Lemma A.2 conversion), ``"pld"`` (Google
 ``dp_accounting``), ``"prv"`` (Opacus PRV), via :mod:`fedtheory.privacy.dpsgd_accounting`.
@@ -86,10 +86,10 @@ def _check_common(M, S, R, sample_rate, calibration, accountant):
 
 
 def noise_share(M: int, S: int, calibration: str) -> float:
-    """Factor f with ``σ_j = f · z`` where z is the multiplier the accountant solves for.
+    """Factor f with ``z_j = f · z`` where z is the multiplier the accountant solves for.
 
     ``ddp``: 1/√M (Thm 4.7); ``ddp_hbc``: 1/√(M-1); ``ldp``: 1; ``naive``: √S/√M (a round releases
-    S·C-sensitive sums with noise variance M S σ_j² C², i.e. multiplier ``σ_j √M/√S``).
+    S·C-sensitive sums with noise variance M S z_j² C², i.e. multiplier ``z_j √M/√S``).
 
     Examples
     --------
@@ -123,7 +123,7 @@ def total_noise_multiplier(S: int, R: int, sample_rate: float, target_eps: float
                            calibration: str = "ddp", accountant: str = "rdp") -> float:
     """The multiplier z of the accounted mechanism that meets (target_eps, δ) (before splitting).
 
-    For ``ddp``/``ddp_hbc``/``ldp`` this is σ_total of R·S Poisson-subsampled Gaussian steps; for
+    For ``ddp``/``ddp_hbc``/``ldp`` this is z_total of R·S Poisson-subsampled Gaussian steps; for
     ``naive`` it is the multiplier of the per-round Gaussian (sensitivity S·C) composed R times.
     """
     _, S, R, q = _check_common(2, S, R, sample_rate, calibration, accountant)
@@ -133,7 +133,7 @@ def total_noise_multiplier(S: int, R: int, sample_rate: float, target_eps: float
 
 def per_client_noise(M: int, S: int, R: int, sample_rate: float, target_eps: float, delta: float,
                      calibration: str = "ddp", accountant: str = "rdp") -> float:
-    """Per-client, per-local-step noise multiplier σ_j (noise std σ_j·C) for a target (ε, δ).
+    """Per-client, per-local-step noise multiplier z_j (noise std z_j·C) for a target (ε, δ).
 
     Parameters
     ----------
@@ -177,7 +177,7 @@ def epsilon_of_per_client_noise(sigma_client: float, M: int, S: int, R: int, sam
 
 def per_client_noise_table(M: int, S_values, R: int, sample_rate: float, target_eps: float, delta: float,
                            calibrations=CALIBRATIONS, accountant: str = "rdp") -> dict[str, np.ndarray]:
-    """σ_j for every calibration (rows) and S in ``S_values`` (columns), as ``{calibration: array}``."""
+    """z_j for every calibration (rows) and S in ``S_values`` (columns), as ``{calibration: array}``."""
     S_values = np.atleast_1d(check_integer_at_least("S_values", S_values, 1))
     return {c: np.array([per_client_noise(M, int(S), R, sample_rate, target_eps, delta, c, accountant)
                          for S in S_values]) for c in calibrations}
@@ -191,10 +191,10 @@ def heterogeneous_effective_multiplier(lr_scales, clips, noise_stds) -> float:
     """Noise multiplier of the sum-dominating Gaussian for client-specific lr, clip and noise (App. A.3).
 
     Client j steps with learning rate ``c_j η``, clips to ``C_j`` and adds noise of std ``s_j``
-    (absolute).  One step of the aggregate is ``η Σ_j c_j (g_j + ξ_j)``: a Gaussian mechanism with L2
+    (absolute).  One step of the aggregate is ``η Σ_j c_j (g_j + ζ_j)``: a Gaussian mechanism with L2
     sensitivity ``max_j c_j C_j`` (a sample lives in one client) and noise std ``sqrt(Σ_j c_j² s_j²)``,
     so its multiplier is ``sqrt(Σ_j c_j² s_j²) / max_j c_j C_j`` (eqs. 16-19).  With ``c_j = 1``,
-    ``C_j = C`` and ``s_j = σ C/√M`` this is σ.
+    ``C_j = C`` and ``s_j = z C/√M`` this is z.
     """
     c = np.atleast_1d(check_positive("lr_scales", lr_scales))
     C = np.atleast_1d(check_positive("clips", clips))
@@ -204,9 +204,9 @@ def heterogeneous_effective_multiplier(lr_scales, clips, noise_stds) -> float:
 
 
 def heterogeneous_client_noise(lr_scales, clips, total_multiplier: float) -> np.ndarray:
-    """Noise stds ``s_j = σ C_j`` (each client's noise proportional to its own clip, common σ) such that
-    :func:`heterogeneous_effective_multiplier` equals ``total_multiplier``:
-    ``σ = total_multiplier · max_j c_j C_j / sqrt(Σ_j c_j² C_j²)``.  Equal clients give ``σ = z/√M``.
+    """Noise stds ``s_j = z C_j`` (each client's noise proportional to its own clip, common multiplier z) such that
+    :func:`heterogeneous_effective_multiplier` equals ``total_multiplier`` = z_total:
+    ``z = z_total · max_j c_j C_j / sqrt(Σ_j c_j² C_j²)``.  Equal clients give ``z = z_total/√M``.
     """
     c = np.atleast_1d(check_positive("lr_scales", lr_scales))
     C = np.atleast_1d(check_positive("clips", clips))
@@ -222,10 +222,10 @@ def heterogeneous_client_noise(lr_scales, clips, total_multiplier: float) -> np.
 
 def simulate_aggregate_noise(M: int, sigma_client: float, clip: float = 1.0, dim: int = 1, trials: int = 100_000,
                              seed: Optional[int] = 0) -> np.ndarray:
-    """Draw the securely aggregated noise ``Σ_j ξ_j`` of one step, ``ξ_j ~ N(0, (σ_j C)² I_dim)``.
+    """Draw the securely aggregated noise ``Σ_j ζ_j`` of one step, ``ζ_j ~ N(0, (z_j C)² I_dim)``.
 
     Returns an array of shape ``(trials, dim)``; its variance per coordinate should be
-    ``M σ_j² C²`` = ``(σ_total C)²`` (Thm 4.7's split is exact for the Gaussian).
+    ``M z_j² C²`` = ``(z_total C)²`` (Thm 4.7's split is exact for the Gaussian).
     """
     M = int(check_integer_at_least("M", M, 1))
     s = float(check_positive("sigma_client", sigma_client))
@@ -242,8 +242,8 @@ def simulate_summed_release(M: int, S: int, sigma_client: float, clip: float = 1
 
     Client 0 holds the differing sample, whose clipped gradient is ``+C`` at every one of the S steps
     (aligned worst case); all other gradients are fixed and taken as 0.  Returns ``trials`` draws of
-    ``Σ_s Σ_j (g_j^(s) + ξ_j^(s))``.  Under ``present=True`` it is ``N(S C, S M σ_j² C²)``, else
-    ``N(0, S M σ_j² C²)``: a Gaussian pair with GDP parameter ``√S/σ_total`` — the same as the S-fold
+    ``Σ_s Σ_j (g_j^(s) + ζ_j^(s))``.  Under ``present=True`` it is ``N(S C, S M z_j² C²)``, else
+    ``N(0, S M z_j² C²)``: a Gaussian pair with GDP parameter ``√S/z_total`` — the same as the S-fold
     composition of the per-step central mechanism, so Lemma 4.5 loses nothing here.
     """
     M = int(check_integer_at_least("M", M, 1))
@@ -267,7 +267,7 @@ def estimate_gdp_mu(present, absent) -> float:
     **What it estimates.**  If the two release distributions are ``N(m₁, s²)`` and ``N(m₀, s²)`` (equal
     variance), the pair is exactly μ-GDP with ``μ = |m₁ − m₀|/s`` (Dong, Roth & Su 2022, trade-off
     function ``G_μ``), and μ̂ is a consistent estimator of the signed ``(m₁ − m₀)/s``.  For the summed
-    secure-aggregation release without subsampling the truth is ``√S/σ_total``.
+    secure-aggregation release without subsampling the truth is ``√S/z_total``.
 
     **Assumptions.**  Both samples Gaussian with a common variance; the estimate says nothing about
     non-Gaussian or subsampled mechanisms (there the trade-off curve is not a ``G_μ``).  Sampling error

@@ -7,24 +7,24 @@ best run (by any score that is itself computed by ``M``) is released.  With ``h`
 large as ``h``-fold composition (Prop. F.1); with ``h`` *random* the cost is a constant or a ``log E[h]``
 additive term.  Two laws for ``h`` are covered:
 
-* truncated negative binomial ``TNB(η, γ)`` on ``h ∈ {1, 2, ...}``, ``η ∈ (-1, ∞)``, ``γ ∈ (0, 1)``
-  (``η = 0``: logarithmic; ``η = 1``: geometric), RDP bound of **Theorem F.2** (= P&S Thm 2);
+* truncated negative binomial ``TNB(ν, γ)`` (shape ν, argument ``eta``; the paper's η) on ``h ∈ {1, 2, ...}``, ``ν ∈ (-1, ∞)``, ``γ ∈ (0, 1)``
+  (``ν = 0``: logarithmic; ``ν = 1``: geometric), RDP bound of **Theorem F.2** (= P&S Thm 2);
 * ``Poisson(μ)`` on ``h ∈ {0, 1, 2, ...}`` (``h = 0`` releases a fixed default output ⊥), RDP bound
   of P&S **Theorem 6**.
 
-**Erratum.**  The MR-MTL paper prints the condition of Theorem F.2 as "η > 1".  The correct range is
-``η > -1`` (P&S Thm 2): for ``η < -1`` the TNB "pmf" takes negative values (``f(2) = f(1)(1-γ)(1+η)/2 <
-0``), at ``η = -1`` it is the point mass at ``h = 1`` (no tuning at all, ``E[h] = 1``), and the paper's
-own Fig. 7 uses ``η ∈ {-0.5, 0, 0.5}``.  :func:`tnb_pmf` raises for ``η ≤ -1``; the chapter shows the
-sign pattern and :func:`exact_tuned_rdp` checks the bound numerically at ``η = -0.5``.
+**Erratum.**  The MR-MTL paper prints the condition of Theorem F.2 as "ν > 1".  The correct range is
+``ν > -1`` (P&S Thm 2): for ``ν < -1`` the TNB "pmf" takes negative values (``f(2) = f(1)(1-γ)(1+ν)/2 <
+0``), at ``ν = -1`` it is the point mass at ``h = 1`` (no tuning at all, ``E[h] = 1``), and the paper's
+own Fig. 7 uses ``ν ∈ {-0.5, 0, 0.5}``.  :func:`tnb_pmf` raises for ``ν ≤ -1``; the chapter shows the
+sign pattern and :func:`exact_tuned_rdp` checks the bound numerically at ``ν = -0.5``.
 
-**Choice of the extra order λ̂.**  Theorem F.2 holds for *every* ``λ̂ ≥ 1``; its λ̂-terms
-``(1+η)[(1-1/λ̂) ε(λ̂) + log(1/γ)/λ̂]`` do not depend on the order λ at which the tuned RDP is stated.
-We therefore take, for all λ at once, the λ̂ of the order grid that minimises them (a minimum over a
+**Choice of the extra order α̂.**  Theorem F.2 holds for *every* ``α̂ ≥ 1``; its α̂-terms
+``(1+ν)[(1-1/α̂) ε(α̂) + log(1/γ)/α̂]`` do not depend on the order α at which the tuned RDP is stated.
+We therefore take, for all α at once, the α̂ of the order grid that minimises them (a minimum over a
 finite set of valid bounds is a valid bound), then apply RDP monotonicity in the order
-(``ε̃(λ) ≤ min_{λ' ≥ λ} ε̃(λ')``).  Google's ``dp_accounting`` (``RepeatAndSelectDpEvent``) does the
+(``ε̃(α) ≤ min_{α' ≥ α} ε̃(α')``).  Google's ``dp_accounting`` (``RepeatAndSelectDpEvent``) does the
 same, which the tests exploit.  For the Gaussian base mechanism the continuous optimum is
-``λ̂* = z·sqrt(2 log(1/γ))`` (:func:`gaussian_lambda_hat`), a check on the grid search.
+``α̂* = z·sqrt(2 log(1/γ))`` (:func:`gaussian_alpha_hat`), a check on the grid search.
 
 **Accounting.**  Base mechanisms: ``"gaussian"`` — one release of a sum/mean with L2 sensitivity Δ and
 noise std ``z·Δ`` (RDP ``α/(2z²)``), the one-shot mechanism of MR-MTL Sec. 6; ``"dpsgd"`` — ``steps``
@@ -40,10 +40,10 @@ theorem allows (:data:`BOUNDS`):
   Gaussian (``fedtheory.privacy.gaussian.gaussian_epsilon``) for ``"gaussian"``, ``dp_accounting``'s
   PLD accountant (pessimistic discretisation, an upper bound) for ``"dpsgd"``;
 * TNB (Thm F.2 = P&S Thm 2): the theorem takes RDP of the base mechanism, which for the Gaussian is exact
-  (α/(2z²)); "tight" adds the continuous optimum λ̂* = z·sqrt(2 log(1/γ)) to the order grid, so the
-  λ̂-terms are minimised exactly;
+  (α/(2z²)); "tight" adds the continuous optimum α̂* = z·sqrt(2 log(1/γ)) to the order grid, so the
+  α̂-terms are minimised exactly;
 * Poisson (P&S Thm 6): the theorem takes *any* valid (ε̂, δ̂)-DP statement of the base mechanism with
-  ε̂ ≤ log(1 + 1/(λ-1)); "tight" uses the exact profile δ̂ = δ(ε̂) (:func:`base_delta`) instead of the δ̂
+  ε̂ ≤ log(1 + 1/(α-1)); "tight" uses the exact profile δ̂ = δ(ε̂) (:func:`base_delta`) instead of the δ̂
   implied by the RDP curve, the looser value that ``dp_accounting``'s RDP accountant (and the MR-MTL
   paper's code) uses.
 
@@ -91,7 +91,7 @@ __all__ = [
     "tnb_rdp",
     "poisson_rdp",
     "tuned_rdp",
-    "gaussian_lambda_hat",
+    "gaussian_alpha_hat",
     "base_rdp",
     "tuned_epsilon",
     "tuned_noise_multiplier",
@@ -107,7 +107,7 @@ __all__ = [
 DISTRIBUTIONS = ("tnb", "poisson", "none")
 #: Base mechanisms understood by :func:`base_rdp`.
 MECHANISMS = ("gaussian", "dpsgd")
-#: ``"tight"``: each theorem fed the tightest valid input (exact privacy profile / continuous λ̂);
+#: ``"tight"``: each theorem fed the tightest valid input (exact privacy profile / continuous α̂);
 #: ``"rdp"``: everything from the RDP curve on the order grid (``dp_accounting``, the paper's code).
 BOUNDS = ("tight", "rdp")
 
@@ -138,20 +138,20 @@ def _check_eta(eta) -> float:
 
 
 def _log_tnb_mean(eta: float, log_gamma):
-    """log E[h] for TNB(η, γ), stable for γ → 0 and γ → 1 and η → 0 (vectorised over log γ)."""
+    """log E[h] for TNB(ν, γ), stable for γ → 0 and γ → 1 and ν → 0 (vectorised over log γ)."""
     log_gamma = np.asarray(log_gamma, dtype=float)
     # (1-γ)/γ, computed as -expm1(log γ)/γ
     log_odds = np.log(-np.expm1(log_gamma)) - log_gamma
     if eta == 0.0:
         return log_odds - np.log(-log_gamma)
-    # η / (1 - γ^η) = η / (-expm1(η log γ)) > 0 for η in (-1, 0) ∪ (0, ∞)
+    # ν / (1 - γ^ν) = ν / (-expm1(ν log γ)) > 0 for ν in (-1, 0) ∪ (0, ∞)
     return log_odds + np.log(eta / -np.expm1(eta * log_gamma))
 
 
 def tnb_mean(eta, gamma):
-    """Mean of TNB(η, γ): ``η(1-γ)/(γ(1-γ^η))`` for η ≠ 0 and ``(1/γ-1)/log(1/γ)`` for η = 0 (App. F).
+    """Mean of TNB(ν, γ): ``ν(1-γ)/(γ(1-γ^ν))`` for ν ≠ 0 and ``(1/γ-1)/log(1/γ)`` for ν = 0 (App. F).
 
-    Vectorised over ``gamma`` ∈ (0, 1).  Raises ``ValueError`` for η ≤ -1 or γ outside (0, 1).
+    Vectorised over ``gamma`` ∈ (0, 1).  Raises ``ValueError`` for ν ≤ -1 or γ outside (0, 1).
     """
     eta = _check_eta(eta)
     gamma = check_open_interval("gamma", gamma, 0.0, 1.0)
@@ -160,11 +160,11 @@ def tnb_mean(eta, gamma):
 
 
 def tnb_pmf(h, eta, gamma):
-    """PMF of the truncated negative binomial TNB(η, γ) at ``h`` (App. F; P&S Definition 1).
+    """PMF of the truncated negative binomial TNB(ν, γ) at ``h`` (App. F; P&S Definition 1).
 
-    ``f(h) = (1-γ)^h / (γ^{-η} - 1) · ∏_{ℓ=0}^{h-1} (ℓ+η)/(ℓ+1)`` for η ≠ 0 and
-    ``f(h) = (1-γ)^h / (h log(1/γ))`` for η = 0, on ``h ∈ {1, 2, ...}`` (0 elsewhere).  The product is
-    ``Γ(h+η)/(Γ(η) h!)``, evaluated in log space; for η ∈ (-1, 0) both ``Γ(η)`` and ``γ^{-η}-1`` are
+    ``f(h) = (1-γ)^h / (γ^{-ν} - 1) · ∏_{ℓ=0}^{h-1} (ℓ+ν)/(ℓ+1)`` for ν ≠ 0 and
+    ``f(h) = (1-γ)^h / (h log(1/γ))`` for ν = 0, on ``h ∈ {1, 2, ...}`` (0 elsewhere).  The product is
+    ``Γ(h+ν)/(Γ(ν) h!)``, evaluated in log space; for ν ∈ (-1, 0) both ``Γ(ν)`` and ``γ^{-ν}-1`` are
     negative, so ``f > 0``.  Vectorised over ``h``.
     """
     eta = _check_eta(eta)
@@ -177,19 +177,19 @@ def tnb_pmf(h, eta, gamma):
     if eta == 0.0:
         logf = hs * math.log1p(-gamma) - np.log(hs) - math.log(-log_g)
     else:
-        log_norm = math.log(abs(math.expm1(-eta * log_g)))  # |γ^{-η} - 1|
+        log_norm = math.log(abs(math.expm1(-eta * log_g)))  # |γ^{-ν} - 1|
         logf = (hs * math.log1p(-gamma) + special.gammaln(hs + eta) - special.gammaln(hs + 1.0)
-                - special.gammaln(eta) - log_norm)           # gammaln = log|Γ|; signs cancel for η > -1
+                - special.gammaln(eta) - log_norm)           # gammaln = log|Γ|; signs cancel for ν > -1
     out = np.where(valid, np.exp(logf), 0.0)
     return out.item() if out.ndim == 0 else out
 
 
 def tnb_formula_values(h, eta: float, gamma: float) -> np.ndarray:
-    """The printed TNB formula evaluated for *any* real η ≠ 0 (no range check), for showing the erratum.
+    """The printed TNB formula evaluated for *any* real ν ≠ 0 (no range check), for showing the erratum.
 
-    ``(1-γ)^h / (γ^{-η}-1) · ∏_{ℓ=0}^{h-1} (ℓ+η)/(ℓ+1)`` by direct products (independent of the
-    log-gamma route of :func:`tnb_pmf`).  For η < -1 the values alternate in sign from h = 2 on, and
-    at η = -1 all mass sits on h = 1, so only η > -1 gives a distribution with E[h] > 1.
+    ``(1-γ)^h / (γ^{-ν}-1) · ∏_{ℓ=0}^{h-1} (ℓ+ν)/(ℓ+1)`` by direct products (independent of the
+    log-gamma route of :func:`tnb_pmf`).  For ν < -1 the values alternate in sign from h = 2 on, and
+    at ν = -1 all mass sits on h = 1, so only ν > -1 gives a distribution with E[h] > 1.
     """
     h = np.atleast_1d(np.asarray(h, dtype=int))
     eta, gamma = float(eta), float(gamma)
@@ -202,11 +202,11 @@ def tnb_formula_values(h, eta: float, gamma: float) -> np.ndarray:
 
 
 def tnb_gamma(mean_runs, eta) -> float:
-    """Solve ``E[h] = mean_runs`` for γ ∈ (0, 1) of TNB(η, γ) (Brent's method, bracketing in log γ).
+    """Solve ``E[h] = mean_runs`` for γ ∈ (0, 1) of TNB(ν, γ) (Brent's method, bracketing in log γ).
 
     ``E[h]`` decreases strictly from ∞ (γ → 0) to 1 (γ → 1), so the root is unique; ``mean_runs``
-    must exceed 1.  Geometric (η = 1) has the closed form γ = 1/E[h], which the tests use.  The
-    bracket reaches γ = 1e-300 (needed as η → -1, where γ ≈ (E[h]/abs(η))^{-1/(1+η)}).
+    must exceed 1.  Geometric (ν = 1) has the closed form γ = 1/E[h], which the tests use.  The
+    bracket reaches γ = 1e-300 (needed as ν → -1, where γ ≈ (E[h]/abs(ν))^{-1/(1+ν)}).
     """
     eta = _check_eta(eta)
     mean_runs = float(as_float_array("mean_runs", mean_runs))
@@ -237,9 +237,9 @@ def sample_runs(distribution: str, mean_runs: float, eta: Optional[float] = None
                 rng: Optional[np.random.Generator] = None) -> np.ndarray:
     """Draw numbers of runs ``h``.
 
-    Samplers independent of :func:`tnb_pmf` where possible: η > 0 draws numpy's negative binomial
-    NB(η, γ) and rejects zeros (TNB is NB conditioned on h ≥ 1); η = 0 draws numpy's logarithmic
-    law with ``p = 1-γ``; η ∈ (-1, 0) has no such construction and uses inverse-CDF sampling from
+    Samplers independent of :func:`tnb_pmf` where possible: ν > 0 draws numpy's negative binomial
+    NB(ν, γ) and rejects zeros (TNB is NB conditioned on h ≥ 1); ν = 0 draws numpy's logarithmic
+    law with ``p = 1-γ``; ν ∈ (-1, 0) has no such construction and uses inverse-CDF sampling from
     :func:`tnb_pmf`.  ``"poisson"`` draws numpy's Poisson(μ).
     """
     check_choice("distribution", distribution, ("tnb", "poisson"))
@@ -267,7 +267,7 @@ def sample_runs(distribution: str, mean_runs: float, eta: Optional[float] = None
 
 
 def runs_pmf(distribution: str, mean_runs: float, eta: Optional[float] = None, *, tail: float = 1e-15) -> np.ndarray:
-    """``P(h)`` on ``h = 0, 1, ..., H`` for TNB(η, γ(E[h])) or Poisson(E[h]), with H the first h beyond which the
+    """``P(h)`` on ``h = 0, 1, ..., H`` for TNB(ν, γ(E[h])) or Poisson(E[h]), with H the first h beyond which the
     remaining mass is below ``tail`` (TNB puts no mass on 0)."""
     check_choice("distribution", distribution, ("tnb", "poisson"))
     if distribution == "tnb":
@@ -313,7 +313,7 @@ def expected_best_of_runs(values, pmf_h, *, none_value: Optional[float] = None) 
 
 def expected_released_value(values, distribution: str, mean_runs: float, eta: Optional[float] = None, *,
                             none_value: Optional[float] = None) -> float:
-    """:func:`expected_best_of_runs` for TNB(η, γ(E[h])) or Poisson(E[h]) through the law's probability generating
+    """:func:`expected_best_of_runs` for TNB(ν, γ(E[h])) or Poisson(E[h]) through the law's probability generating
     function G: ``Σ_j e_(j)·[G(1 − (j−1)/N) − G(1 − j/N)]`` (+ ``P(h = 0)·none_value`` for Poisson), in O(N)."""
     check_choice("distribution", distribution, ("tnb", "poisson"))
     if distribution == "tnb":
@@ -369,7 +369,7 @@ def rdp_to_delta(orders, rdp, eps):
 
 
 def _monotone_envelope(orders: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """``min_{λ' ≥ λ} values(λ')``: Rényi divergence is non-decreasing in the order."""
+    """``min_{α' ≥ α} values(α')``: Rényi divergence is non-decreasing in the order."""
     idx = np.argsort(orders)
     env = np.minimum.accumulate(values[idx][::-1])[::-1]
     out = np.empty_like(values)
@@ -378,37 +378,37 @@ def _monotone_envelope(orders: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def _tnb_constant(orders: np.ndarray, rdp: np.ndarray, eta: float, gamma: float) -> tuple[float, float]:
-    """(1+η)·min_λ̂ [(1-1/λ̂) ε(λ̂) + log(1/γ)/λ̂] over the grid, and the minimising λ̂."""
+    """(1+ν)·min_α̂ [(1-1/α̂) ε(α̂) + log(1/γ)/α̂] over the grid, and the minimising α̂."""
     terms = (1.0 - 1.0 / orders) * rdp + math.log(1.0 / gamma) / orders
     j = int(np.argmin(terms))
     return (1.0 + eta) * float(terms[j]), float(orders[j])
 
 
-def tnb_rdp(orders, rdp, eta, mean_runs, *, monotone: bool = True, return_lambda_hat: bool = False):
-    """RDP curve of best-of-h with ``h ~ TNB(η, γ)``, ``E[h] = mean_runs`` (Theorem F.2 = P&S Thm 2).
+def tnb_rdp(orders, rdp, eta, mean_runs, *, monotone: bool = True, return_alpha_hat: bool = False):
+    """RDP curve of best-of-h with ``h ~ TNB(ν, γ)``, ``E[h] = mean_runs`` (Theorem F.2 = P&S Thm 2).
 
-    ``ε̃(λ) = ε(λ) + (1+η)(1-1/λ̂) ε(λ̂) + (1+η) log(1/γ)/λ̂ + log(E[h])/(λ-1)`` for every λ > 1 of
-    ``orders`` (∞ at λ = 1), where ``rdp`` is the base mechanism's RDP ``ε(·)`` on ``orders``, λ̂ is chosen
+    ``ε̃(α) = ε(α) + (1+ν)(1-1/α̂) ε(α̂) + (1+ν) log(1/γ)/α̂ + log(E[h])/(α-1)`` for every α > 1 of
+    ``orders`` (∞ at α = 1), where ``rdp`` is the base mechanism's RDP ``ε(·)`` on ``orders``, α̂ is chosen
     as explained in the module docstring, γ solves ``E[h] = mean_runs`` (:func:`tnb_gamma`), and
-    ``monotone`` applies RDP monotonicity afterwards.  Requires η > -1.  With
-    ``return_lambda_hat=True`` returns ``(curve, lambda_hat)``.
+    ``monotone`` applies RDP monotonicity afterwards.  Requires ν > -1.  With
+    ``return_alpha_hat=True`` returns ``(curve, alpha_hat)``.
     """
     orders, rdp = _orders_rdp(orders, rdp)
     eta = _check_eta(eta)
     gamma = tnb_gamma(mean_runs, eta)
-    const, lam_hat = _tnb_constant(orders, rdp, eta, gamma)
+    const, alpha_hat = _tnb_constant(orders, rdp, eta, gamma)
     with np.errstate(divide="ignore"):
         out = np.where(orders > 1, rdp + const + math.log(float(mean_runs)) / (orders - 1), np.inf)
     if monotone:
         out = _monotone_envelope(orders, out)
-    return (out, lam_hat) if return_lambda_hat else out
+    return (out, alpha_hat) if return_alpha_hat else out
 
 
 def poisson_rdp(orders, rdp, mean_runs, *, monotone: bool = True, delta_hat=None):
     """RDP curve of best-of-h with ``h ~ Poisson(μ)`` (P&S Thm 6; ``dp_accounting``'s ``shape=inf``).
 
-    ``ε̃(λ) = ε(λ) + μ·δ̂ + log(μ)/(λ-1)`` where the base mechanism is (ε̂, δ̂)-DP at
-    ``ε̂ = log(1 + 1/(λ-1))`` (the largest ε̂ the theorem allows).  The theorem accepts *any* valid δ̂:
+    ``ε̃(α) = ε(α) + μ·δ̂ + log(μ)/(α-1)`` where the base mechanism is (ε̂, δ̂)-DP at
+    ``ε̂ = log(1 + 1/(α-1))`` (the largest ε̂ the theorem allows).  The theorem accepts *any* valid δ̂:
     with ``delta_hat=None`` it is obtained from the base RDP curve by :func:`rdp_to_delta` (as
     ``dp_accounting``); pass a callable ``ε̂ ↦ δ̂`` (vectorised) giving the base mechanism's privacy
     profile, e.g. the exact one of :func:`base_delta`, for the tighter bound.  ``monotone`` as in
@@ -445,11 +445,11 @@ def tuned_rdp(orders, rdp, distribution: str, mean_runs: Optional[float] = None,
     return tnb_rdp(orders, rdp, eta, mean_runs, monotone=monotone)
 
 
-def gaussian_lambda_hat(noise_multiplier, eta, mean_runs) -> float:
-    """Continuous optimum of λ̂ in Thm F.2 for a Gaussian base mechanism, ``λ̂* = z·sqrt(2 log(1/γ))``.
+def gaussian_alpha_hat(noise_multiplier, eta, mean_runs) -> float:
+    """Continuous optimum of α̂ in Thm F.2 for a Gaussian base mechanism, ``α̂* = z·sqrt(2 log(1/γ))``.
 
-    With ``ε(λ̂) = λ̂/(2z²)`` the λ̂-terms are ``(1+η)[(λ̂-1)/(2z²) + log(1/γ)/λ̂]``, minimised at λ̂*
-    (clipped to λ̂ ≥ 1).  Used to check the grid choice.
+    With ``ε(α̂) = α̂/(2z²)`` the α̂-terms are ``(1+ν)[(α̂-1)/(2z²) + log(1/γ)/α̂]``, minimised at α̂*
+    (clipped to α̂ ≥ 1).  Used to check the grid choice.
     """
     z = float(check_positive("noise_multiplier", noise_multiplier))
     gamma = tnb_gamma(mean_runs, eta)
@@ -542,7 +542,7 @@ def _tuned_curve(noise_multiplier, distribution, mean_runs, eta, mechanism, samp
     delta_hat = None
     if bound == "tight":
         if distribution == "tnb" and mechanism == "gaussian" and eta is not None:
-            orders = np.unique(np.append(orders, gaussian_lambda_hat(noise_multiplier, eta, mean_runs)))
+            orders = np.unique(np.append(orders, gaussian_alpha_hat(noise_multiplier, eta, mean_runs)))
         if distribution == "poisson":
             delta_hat = lambda e: base_delta(e, noise_multiplier, mechanism=mechanism,  # noqa: E731
                                              sample_rate=sample_rate, steps=steps)
@@ -575,7 +575,7 @@ def tuned_epsilon(noise_multiplier: float, delta: float, distribution: str, mean
     Composition: RDP of the base mechanism → Thm F.2 / P&S Thm 6 → Lemma A.2 conversion
     (:func:`fedtheory.privacy.rdp.rdp_to_epsilon`, ``conversion="improved"``).  With ``bound="tight"``
     the untuned ε is the exact one (analytic Gaussian / PLD), the Poisson δ̂ is the exact profile and,
-    for the Gaussian, TNB's λ̂ is the continuous optimum.
+    for the Gaussian, TNB's α̂ is the continuous optimum.
     """
     delta = float(check_open_interval("delta", delta, 0.0, 1.0))
     bound = _check_bound(bound)
@@ -647,7 +647,7 @@ class TunedCalibration:
 def calibration_table(target_eps: float, delta: float, mean_runs: float, etas=(-0.5, 0.0, 0.5, 1.0, 2.0, 5.0),
                       *, poisson: bool = True, mechanism: str = "gaussian", sample_rate: Optional[float] = None,
                       steps: Optional[int] = None, orders=None, bound: str = "tight") -> list[TunedCalibration]:
-    """Noise multipliers untuned vs tuned (TNB for each η, then Poisson), each re-checked by :func:`tuned_epsilon`
+    """Noise multipliers untuned vs tuned (TNB for each ν, then Poisson), each re-checked by :func:`tuned_epsilon`
     (same ``bound`` for every row)."""
     kw = dict(mechanism=mechanism, sample_rate=sample_rate, steps=steps, orders=orders, bound=bound)
     z0 = tuned_noise_multiplier(target_eps, delta, "none", **kw)

@@ -1,4 +1,5 @@
 """fedtheory.figures.tables: derived-vs-printed checks rendered as Markdown with typeset math."""
+import pytest
 import sympy as sp
 
 from fedtheory.checks import compare
@@ -97,3 +98,17 @@ def test_markdown_table_per_column_formats_missing_cells_and_errors():
     with pytest.raises(ValueError, match="2 cells"):
         markdown_table(["a", "b"], [[1]])
     assert display_table(["a"], [[0.5]], "{:.1f}").data.endswith("| 0.5 |")
+
+
+def test_break_latex_splits_a_wide_formula_into_lines_and_keeps_a_narrow_one():
+    from fedtheory.figures.tables import break_latex, visible_width
+    from fedtheory.mean_estimation import symbolic as S
+
+    narrow = S.tau2 / S.K
+    assert break_latex(narrow) == sp.latex(narrow)
+    wide = S.heterogeneous()["sigma_bar2"]
+    tex = break_latex(wide, width=44)
+    assert tex.startswith(r"\begin{aligned}") and tex.count(r"\\") >= 1
+    assert all(visible_width(line) <= 60 for line in tex.split(r"\\"))
+    with pytest.raises(ValueError, match="width"):
+        break_latex(wide, width=0)

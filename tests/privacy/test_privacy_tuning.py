@@ -187,7 +187,7 @@ def test_rdp_to_delta_matches_dp_accounting():
             assert ours == pytest.approx(theirs, rel=1e-10, abs=1e-300)
 
 
-def test_lambda_hat_grid_choice_near_continuous_optimum():
+def test_alpha_hat_grid_choice_near_continuous_optimum():
     """The grid λ̂ is the grid point minimising the λ̂-terms; for a Gaussian base the continuous
     optimum is z·sqrt(2 log 1/γ).  The grid's λ̂-terms are ≥ the continuous minimum (it is a minimum
     over a subset) and within 0.5 % of it."""
@@ -195,8 +195,8 @@ def test_lambda_hat_grid_choice_near_continuous_optimum():
     for z, eta in ((14.6, 0.0), (30.0, 1.0), (50.0, 5.0)):
         rdp = orders / (2 * z * z)
         gamma = T.tnb_gamma(10.0, eta)
-        _, lam_hat = T.tnb_rdp(orders, rdp, eta, 10.0, return_lambda_hat=True)
-        lstar = T.gaussian_lambda_hat(z, eta, 10.0)
+        _, lam_hat = T.tnb_rdp(orders, rdp, eta, 10.0, return_alpha_hat=True)
+        lstar = T.gaussian_alpha_hat(z, eta, 10.0)
         term = lambda l: (l - 1) / (2 * z * z) + math.log(1 / gamma) / l  # noqa: E731
         assert term(lstar) <= term(lam_hat) <= term(lstar) * 1.005
         assert 0.8 < lam_hat / lstar < 1.25

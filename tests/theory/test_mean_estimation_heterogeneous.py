@@ -28,7 +28,7 @@ S_K = local_variance(SIGMA**2, N_K, SDP_K**2)
 
 
 def test_lambda_star_matches_symbolic_theorem_e5():
-    f = sp.lambdify((S.s_k, S.S_k, S.tau2, S.K), S.heterogeneous()["lambda_star"], "numpy")
+    f = sp.lambdify((S.s_k, S.sum_others, S.tau2, S.K), S.heterogeneous()["lambda_star"], "numpy")
     others = S_K.sum() - S_K
     np.testing.assert_allclose(optimal_lambdas_heterogeneous(S_K, TAU**2), f(S_K, others, TAU**2, 8), rtol=1e-12)
 
@@ -62,11 +62,11 @@ def test_error_curves_minimal_at_lambda_star_and_equal_posterior_variance():
     assert curves.shape == (grid.size, 8)
     assert np.all(curves[:, ok].min(axis=0) >= at_star[ok] * (1 - 1e-12))
     # E_k matches the symbolic curve
-    f = sp.lambdify((S.lam, S.s_k, S.S_k, S.tau2, S.K), S.heterogeneous()["E_k"], "numpy")
+    f = sp.lambdify((S.lam, S.s_k, S.sum_others, S.tau2, S.K), S.heterogeneous()["E_k"], "numpy")
     others = S_K.sum() - S_K
     np.testing.assert_allclose(curves[17], f(grid[17], S_K, others, TAU**2, 8), rtol=1e-12)
     # external variance V_k
-    fv = sp.lambdify((S.S_k, S.tau2, S.K), S.heterogeneous()["V_k"], "numpy")
+    fv = sp.lambdify((S.sum_others, S.tau2, S.K), S.heterogeneous()["V_k"], "numpy")
     np.testing.assert_allclose(external_variance(S_K, TAU**2), fv(others, TAU**2, 8), rtol=1e-12)
 
 
