@@ -41,7 +41,7 @@ def test_corrected_forms_pass(all_checks):
 
 
 def test_eq49_typo_invisible_in_opt_out_case():
-    """With γ_1² = 0 we have σ_p1² = σ_c², so the literal (49) coincides with the corrected one."""
+    """With κ_1² = 0 we have σ_p1² = σ_c², so the literal (49) coincides with the corrected one."""
     for g in (1, 2):
         P = S.printed(g)
         lit = P["lambda_1(49) literal"].subs(S.gamma1_2, 0)
@@ -51,7 +51,7 @@ def test_eq49_typo_invisible_in_opt_out_case():
 
 def test_tradeoff_gain_positive_and_vanishing():
     t = S.tradeoff()
-    g = S.sp.Symbol("gamma^2", positive=True)
+    g = S.kappa2
     vals = {S.N1: 2, S.N2: 18, S.alpha2: 1, S.tau2: S.sp.Rational(1, 2), g: S.sp.Rational(1, 2)}
     for key in ("gain, r*", "gain, r=1"):
         assert float(t[key].subs(vals)) > 0
