@@ -13,7 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 REVISED = ["empirical_local_vs_fedavg.ipynb", "empirical_privacy_utility.ipynb", "theory_meets_training.ipynb",
            "privacy_audit.ipynb", "practitioner_pipeline.ipynb", "pets_case_study.ipynb", "silo_dp.md",
-           "mean_estimation.ipynb", "privacy_primer.ipynb", "fedhdp_theory.ipynb"]
+           "mean_estimation.ipynb", "privacy_primer.ipynb", "fedhdp_theory.ipynb",
+           "fedhdp_verification.ipynb"]
 
 
 def _cells(name: str) -> list[tuple[str, str, list[str]]]:

@@ -92,8 +92,8 @@ def optimal_server_error(N1, N2, alpha2, tau2, gamma1_2, gamma2_2):
 def optimal_lambda(group, N1, N2, alpha2, tau2, gamma1_2, gamma2_2):
     """Bayes-optimal Ditto parameter ``λ*_j`` for a client of ``group`` (1 or 2) at r = r* (eq. 47/58).
 
-    Computed in the equivalent compact form ``λ*_g = ξ²T/(τ²T + N_gκ_g²/σ_{pg}²)`` with
-    ``T = N_1/σ_{p1}² + N_2/σ_{p2}²``.  A non-private client (κ_g = 0) gets ``ξ²/τ² = 1/Υ²``;
+    Computed in the equivalent compact form ``λ*_g = ξ²Ω/(τ²Ω + N_gκ_g²/σ_{pg}²)`` with
+    ``Ω = N_1/σ_{p1}² + N_2/σ_{p2}²``.  A non-private client (κ_g = 0) gets ``ξ²/τ² = 1/Υ²``;
     ``np.inf`` (use the global model) when ``τ² = 0`` and ``κ_g² = 0``.
     """
     N1, N2, a2, t2, g1, g2, s1, s2 = _params(N1, N2, alpha2, tau2, gamma1_2, gamma2_2, group)
@@ -249,7 +249,7 @@ def optimal_weights(N, alpha2, tau2, gamma2, *, normalize=False):
 
 def optimal_lambdas(N, alpha2, tau2, gamma2):
     """A.6: Bayes-optimal λ_i* for a client of each privacy level (last axis), in the compact form
-    ``λ_i* = ξ²T/(τ²T + N_iκ_i²/σ_{pi}²)``, ``T = Σ_k N_k/σ_{pk}²`` (derived; the paper stops at
+    ``λ_i* = ξ²Ω/(τ²Ω + N_iκ_i²/σ_{pi}²)``, ``Ω = Σ_k N_k/σ_{pk}²`` (derived; the paper stops at
     "the closed form is involved").  Reduces to eq. 47 for two levels."""
     N, gamma2, alpha2, tau2, sp_ = _levels(N, alpha2, tau2, gamma2)
     T = np.sum(N / sp_, axis=-1, keepdims=True)

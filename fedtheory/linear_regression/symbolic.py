@@ -52,7 +52,7 @@ gamma1_2 = sp.Symbol("kappa_1^2", positive=True)
 gamma2_2 = sp.Symbol("kappa_2^2", positive=True)
 r = sp.Symbol("r", positive=True)
 lam = sp.Symbol("lambda", positive=True)
-phihat, S1, S2 = sp.symbols("phihat_j S_1 S_2", real=True)  # own estimate; sums of others' ψ
+phihat, S1, S2 = sp.symbols("phihat_j Psi_1 Psi_2", real=True)  # own estimate; Ψ_g: sums of others' ψ
 
 N = N1 + N2
 sigma_c2 = alpha2 + tau2
