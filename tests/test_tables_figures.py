@@ -130,8 +130,11 @@ def test_latex_lines_cut_long_sums_products_and_fractions_within_the_width():
 def test_wrapped_latex_is_one_aligned_block_with_the_left_hand_side():
     x = sp.symbols("x_1:13", positive=True)
     tex = wrapped_latex(sum(x), width=10, lhs=r"\Sigma")
-    assert tex.startswith(r"\begin{aligned}\Sigma = &") and tex.endswith(r"\end{aligned}") and tex.count(r"\\") >= 2
+    assert tex.startswith(r"\begin{aligned}&\Sigma = ") and tex.endswith(r"\end{aligned}") and tex.count(r"\\") >= 2
     assert wrapped_latex(x[0], lhs="y") == "y = x_{1}"
+    # a left-hand side that leaves no room stands alone on the first row
+    tex = wrapped_latex(x[0] + x[1], width=6, lhs=r"\lambda_{long}")
+    assert tex.startswith(r"\begin{aligned}&\lambda_{long} = \\") and r"&\quad x_{1} + x_{2}" in tex
 
 
 def test_checks_markdown_wraps_dropdown_formulas_and_collapses_on_request():

@@ -55,8 +55,9 @@ def visible_width(latex: str) -> int:
 
 
 #: the widest line (in visible symbols, :func:`visible_width`) of a formula broken by :func:`wrapped_latex`:
-#: display math inside a dropdown of the 740 px text column at a 1,280 px window holds about 45.
-WRAP_WIDTH = 36
+#: measured in the built book at a 1,280 px window, display math in the text column holds about 32 (operators
+#: with their spacing, sub- and superscripts make a symbol up to 20 px wide), inside a dropdown about 28.
+WRAP_WIDTH = 30
 
 
 def _shown_width(latex: str) -> int:
@@ -113,6 +114,9 @@ def latex_lines(expr, width: int = WRAP_WIDTH) -> list[str]:
         wrap = lambda ls: ["\\bigl(" + ls[0]] + ls[1:-1] + [ls[-1] + "\\bigr)"] if len(ls) > 1 \
             else ["\\left(" + ls[0] + "\\right)"]  # noqa: E731
         return wrap(top) + ["\\big/ " + line for line in wrap(bottom)[:1]] + wrap(bottom)[1:]
+    if expr.is_Mul and expr.could_extract_minus_sign():
+        parts = latex_lines(-expr, width)
+        return ["- " + parts[0]] + parts[1:]
     if expr.is_Mul:
         lines = []
         for factor in expr.as_ordered_factors():
@@ -134,15 +138,21 @@ def latex_lines(expr, width: int = WRAP_WIDTH) -> list[str]:
 def wrapped_latex(expr, width: int = WRAP_WIDTH, lhs: str = "") -> str:
     """:func:`latex_lines` as one ``aligned`` environment (a single line when the expression fits).
 
-    ``lhs`` (LaTeX) is set before the first line with an ``=``, e.g. ``lhs=r"\\lambda^*"``; the continuation
-    lines are indented under the right-hand side.
+    ``lhs`` (LaTeX) is set before the first line with an ``=``, e.g. ``lhs=r"\\lambda^*"``; when it leaves too
+    little room, it stands alone on the first row.  Continuation rows are indented by a ``\\quad`` from the left
+    edge, so that every row stays within about ``width`` visible symbols.
     """
     lines = latex_lines(expr, width)
-    head = f"{lhs} = " if lhs else ""
-    if len(lines) == 1:
-        return head + lines[0]
-    body = " \\\\\n".join(("&" if i == 0 else "&\\quad ") + line for i, line in enumerate(lines))
-    return f"\\begin{{aligned}}{head}{body}\\end{{aligned}}"
+    room = _shown_width(lhs) + 1 if lhs else 0
+    if len(lines) == 1 and room + _shown_width(lines[0]) <= width:
+        return f"{lhs} = {lines[0]}" if lhs else lines[0]
+    if not lhs:
+        rows = ["&" + lines[0]] + ["&\\quad " + line for line in lines[1:]]
+    elif room + _shown_width(lines[0]) <= width:
+        rows = [f"&{lhs} = {lines[0]}"] + ["&\\quad " + line for line in lines[1:]]
+    else:
+        rows = [f"&{lhs} ="] + ["&\\quad " + line for line in lines]
+    return "\\begin{aligned}" + " \\\\\n".join(rows) + "\\end{aligned}"
 
 
 def format_noise(x, tol: float = 1e-15, fmt: str = "{:.4g}") -> str:
