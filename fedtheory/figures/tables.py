@@ -60,11 +60,23 @@ def visible_width(latex: str) -> int:
 WRAP_WIDTH = 30
 
 
+def _group_end(latex: str, start: int) -> int:
+    """Index just past the brace group that opens at ``latex[start] == "{"`` (``-1`` when unbalanced)."""
+    depth = 0
+    for i in range(start, len(latex)):
+        depth += {"{": 1, "}": -1}.get(latex[i], 0)
+        if depth == 0:
+            return i + 1
+    return -1
+
+
 def _shown_width(latex: str) -> int:
-    """Width of a formula on the page: a top-level fraction is as wide as the wider of its two parts."""
-    m = re.fullmatch(r"\\frac\{(.*)\}\{(.*)\}", latex)
-    if m and m.group(1).count("{") == m.group(1).count("}"):
-        return max(visible_width(m.group(1)), visible_width(m.group(2)))
+    """Width of a formula on the page: a formula that is one fraction is as wide as the wider of its two parts."""
+    latex = latex.strip()
+    if latex.startswith("\\frac{"):
+        mid = _group_end(latex, len("\\frac"))
+        if 0 < mid < len(latex) and latex[mid] == "{" and _group_end(latex, mid) == len(latex):
+            return max(visible_width(latex[len("\\frac") + 1:mid - 1]), visible_width(latex[mid + 1:-1]))
     return visible_width(latex)
 
 
