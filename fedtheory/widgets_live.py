@@ -119,7 +119,7 @@ def _me_gaps_reference(p: dict, page: dict) -> dict:
 
 
 # ----------------------------------------------------------------------------------------------------
-# FedHDP (opt-out setting: group 1 opts out, γ_1² = 0; group 2 private, γ_2² = γ²)
+# FedHDP (opt-out setting: group 1 opts out, κ_1² = 0; group 2 private, κ_2² = κ²)
 _SPLIT_JS = """
 var n_np = Math.min(U.roundHalfEven(p.rho_np * p.N), p.N - 1), n_p = p.N - n_np;
 """
@@ -130,11 +130,11 @@ var rs = F.lr_r_star.apply(null, a);
 var x = U.withPoints(U.linspace(n_np > 0 ? 0.002 : 0.02, 1.2, 600), [rs, 1]);
 var V = x.map(function (r) { return F.lr_server_error.apply(null, [r].concat(a)); });
 var Vopt = F.lr_server_error_opt.apply(null, a), V1 = F.lr_server_error.apply(null, [1].concat(a));
-/* DP-FedAvg: all N clients private with noise N(0, N_p γ²) each, i.e. one group with γ_2² = γ² N_p / N */
+/* DP-FedAvg: all N clients private with noise N(0, N_p κ²) each, i.e. one group with κ_2² = κ² N_p / N */
 var dp = F.lr_server_error_opt(0, p.N, p.alpha2, p.tau2, 0, p.gamma2 * n_p / p.N);
 return {
   panels: [{x: x, y: [V, U.marker(x, rs, Vopt), U.marker(x, 1, V1), U.constant(x, dp)],
-            title: "N = " + p.N + " (" + n_np + " opt out), ξ² = " + p.alpha2 + ", τ² = " + p.tau2 + ", γ² = " + p.gamma2}],
+            title: "N = " + p.N + " (" + n_np + " opt out), ξ² = " + p.alpha2 + ", τ² = " + p.tau2 + ", κ² = " + p.gamma2}],
   values: {n_np: n_np, n_p: n_p, r: x, server_error: V, r_star: rs, server_error_opt: Vopt, server_error_r1: V1,
            dp_fedavg: dp},
   readout: "FedHDP: r* = " + U.fmt(rs) + ", σ_s²(r*) = " + U.fmt(Vopt) + ";  HDP-FedAvg (r = 1): " + U.fmt(V1) +
@@ -167,8 +167,8 @@ return {
   panels: [{x: g, y: [lnp, lp, ldp],
             title: "N = " + p.N + " (" + n_np + " opt out), ξ² = " + p.alpha2 + ", τ² = " + p.tau2}],
   values: {n_np: n_np, n_p: n_p, gamma2: g, lambda_np: lnp, lambda_p: lp, lambda_dp_fedavg: ldp},
-  readout: (n_np > 0 ? "λ*_np = ξ²/τ² = " + U.fmt(lnp[0]) + " at every γ²; " : "no client opts out at this ρ_np; ") +
-           "λ*_p falls from " + U.fmt(lp[0]) + " (γ² = 0.001) to " + U.fmt(lp[lp.length - 1]) + " (γ² = 100)"
+  readout: (n_np > 0 ? "λ*_np = ξ²/τ² = " + U.fmt(lnp[0]) + " at every κ²; " : "no client opts out at this ρ_np; ") +
+           "λ*_p falls from " + U.fmt(lp[0]) + " (κ² = 0.001) to " + U.fmt(lp[lp.length - 1]) + " (κ² = 100)"
 };
 """
 
@@ -214,7 +214,7 @@ var panels = [], values = {n_np: n_np, n_p: n_p}, texts = [];
 });
 return {panels: panels, values: values,
   readout: "One client: N = " + p.N + " (besides this client, " + n_np + " opted out), ξ² = " + p.alpha2 +
-           ", τ² = " + p.tau2 + ", γ² = " + p.gamma2 + ".  Best λ staying private: " +
+           ", τ² = " + p.tau2 + ", κ² = " + p.gamma2 + ".  Best λ staying private: " +
            U.fmt(values.rstar_private_best_lambda) + " (FedHDP), " + U.fmt(values.r1_private_best_lambda) +
            " (r = 1); opting out: " + U.fmt(values.rstar_opted_out_best_lambda) + " (FedHDP), " +
            U.fmt(values.r1_opted_out_best_lambda) + " (r = 1)"};
@@ -279,11 +279,11 @@ LIVE_FIGURES: dict[str, LiveFigure] = {f.name: f for f in [
         "fedhdp.lambdas_vs_gamma",
         ("lr_lambda_star_1", "lr_lambda_star_2"),
         _FEDHDP_LAMBDAS_JS,
-        ({"xlabel": "privacy noise γ² (log scale)", "ylabel": "optimal λ (log scale)", "xlog": True, "ylog": True,
+        ({"xlabel": "privacy noise κ² (log scale)", "ylabel": "optimal λ (log scale)", "xlog": True, "ylog": True,
           "series": [{"label": "λ*_np = ξ²/τ² (non-private client)", "color": _C["green"]},
                      {"label": "λ*_p (private client, FedHDP)", "color": _C["red"], "width": 2},
                      {"label": "λ* of DP-FedAvg+Ditto (all private)", "color": _C["gray"], "dash": [8, 4]}]},),
-        "λ*_np and λ*_p (FedHDP, r = r*, eq. 47) against the privacy noise γ², with DP-FedAvg+Ditto's λ*.",
+        "λ*_np and λ*_p (FedHDP, r = r*, eq. 47) against the privacy noise κ², with DP-FedAvg+Ditto's λ*.",
         _fedhdp_lambdas_reference),
     LiveFigure(
         "fedhdp.opt_out",

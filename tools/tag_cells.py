@@ -60,7 +60,8 @@ OVERRIDES: dict[tuple[str, str], str | None] = {
 REVEALABLE = {"empirical_local_vs_fedavg.ipynb", "empirical_privacy_utility.ipynb", "theory_meets_training.ipynb",
               "privacy_audit.ipynb", "practitioner_pipeline.ipynb", "pets_case_study.ipynb",
               "lambda_advisor.ipynb", "fedhdp_practice.ipynb", "deep_models.ipynb", "privacy_primer.ipynb",
-              "mean_estimation.ipynb", "secagg.ipynb", "tuning_cost.ipynb", "fedhdp_theory.ipynb"}
+              "mean_estimation.ipynb", "secagg.ipynb", "tuning_cost.ipynb", "fedhdp_theory.ipynb",
+              "fedhdp_verification.ipynb"}
 #: notebooks whose code cells show their input (rule 3 gives no tag): the code is what the chapter teaches
 SHOWN = {"practitioner_pipeline.ipynb"}
 

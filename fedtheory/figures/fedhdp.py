@@ -1,7 +1,7 @@
 """Figures of the FedHDP theory chapter (``book/fedhdp_theory.ipynb``), opt-out setting.
 
 Every function takes the slider values (``N`` clients, fraction ``rho_np`` opting out of privacy,
-``alpha2`` = ξ² (the paper's α²), ``tau2`` = τ², ``gamma2`` = γ²) and returns a matplotlib Figure.  The counts are
+``alpha2`` = ξ² (the paper's α²), ``tau2`` = τ², ``gamma2`` = κ², the paper's γ²) and returns a matplotlib Figure.  The counts are
 ``N_np = round(ρ_np N)`` and ``N_p = N − N_np``.  All curves come from
 :mod:`fedtheory.linear_regression` closed forms.
 """
@@ -41,7 +41,7 @@ def plot_server_error(N: int = 20, rho_np: float = 0.1, alpha2: float = 1.0, tau
                label="DP-FedAvg (everyone private)")
     ax.set_xlabel("weight ratio r of a private update to a non-private one")
     ax.set_ylabel(r"server error $\sigma_s^2$ per coordinate")
-    ax.set_title(f"N = {N} ({n_np} opt out), ξ² = {alpha2:g}, τ² = {tau2:g}, γ² = {gamma2:g}", fontsize=10)
+    ax.set_title(f"N = {N} ({n_np} opt out), ξ² = {alpha2:g}, τ² = {tau2:g}, κ² = {gamma2:g}", fontsize=10)
     ax.legend(fontsize=9)
     fig.tight_layout()
     return fig
@@ -85,13 +85,13 @@ def plot_opt_out(N: int = 10, rho_np: float = 0.1, alpha2: float = 1.0, tau2: fl
     handles.append(Line2D([], [], color="k", marker="o", ls="", label="best λ of each curve"))
     fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=9)
     fig.suptitle(f"One client: N = {N} (besides this client, {n_np} opted out),\n"
-                 f"ξ² = {alpha2:g}, τ² = {tau2:g}, γ² = {gamma2:g}", fontsize=11)
+                 f"ξ² = {alpha2:g}, τ² = {tau2:g}, κ² = {gamma2:g}", fontsize=11)
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig
 
 
 def plot_lambdas_vs_gamma(N: int = 20, rho_np: float = 0.1, alpha2: float = 1.0, tau2: float = 0.5):
-    """λ*_np and λ*_p (FedHDP, r*) against the privacy-noise level γ², with DP-FedAvg+Ditto's λ*."""
+    """λ*_np and λ*_p (FedHDP, r*) against the privacy-noise level κ², with DP-FedAvg+Ditto's λ*."""
     n_np, n_p = split(N, rho_np)
     g = np.logspace(-3, 2, 300)
     fig, ax = plt.subplots(figsize=(6.4, 4.0))

@@ -17,7 +17,8 @@ from typing import Iterable, Sequence
 import numpy as np
 import sympy as sp
 
-__all__ = ["checks_markdown", "checks_summary", "display_checks", "display_table", "format_noise", "markdown_table", "visible_width"]
+__all__ = ["checks_markdown", "checks_summary", "display_checks", "display_table", "format_noise", "markdown_table",
+           "visible_width", "latex_lines", "wrapped_latex"]
 
 #: Expressions wider than this many visible symbols (see :func:`visible_width`) go into a dropdown below
 #: the table instead of a table cell, so that the table fits the text column.  Measured in the built book
@@ -51,6 +52,119 @@ def visible_width(latex: str) -> int:
     t = re.sub(r"\\(left|right|displaystyle|frac|[,;!]|quad)", "", latex)
     t = re.sub(r"\\[a-zA-Z]+", "x", t)
     return len(re.sub(r"[{}^_\s]", "", t))
+
+
+#: the widest line (in visible symbols, :func:`visible_width`) of a formula broken by :func:`wrapped_latex`:
+#: measured in the built book at a 1,280 px window, display math in the text column holds about 32 (operators
+#: with their spacing, sub- and superscripts make a symbol up to 20 px wide), inside a dropdown about 28.
+WRAP_WIDTH = 30
+
+
+def _group_end(latex: str, start: int) -> int:
+    """Index just past the brace group that opens at ``latex[start] == "{"`` (``-1`` when unbalanced)."""
+    depth = 0
+    for i in range(start, len(latex)):
+        depth += {"{": 1, "}": -1}.get(latex[i], 0)
+        if depth == 0:
+            return i + 1
+    return -1
+
+
+def _shown_width(latex: str) -> int:
+    """Width of a formula on the page: a formula that is one fraction is as wide as the wider of its two parts."""
+    latex = latex.strip()
+    if latex.startswith("\\frac{"):
+        mid = _group_end(latex, len("\\frac"))
+        if 0 < mid < len(latex) and latex[mid] == "{" and _group_end(latex, mid) == len(latex):
+            return max(visible_width(latex[len("\\frac") + 1:mid - 1]), visible_width(latex[mid + 1:-1]))
+    return visible_width(latex)
+
+
+def latex_lines(expr, width: int = WRAP_WIDTH) -> list[str]:
+    """The LaTeX of a sympy expression cut into lines of at most about ``width`` visible symbols.
+
+    A sum is cut between its terms, a product between its factors (a sum factor keeps its parentheses across
+    the cut), a fraction too wide for one line becomes ``(numerator) / (denominator)`` with each part cut in
+    turn.  Lines that cannot be cut further (a single long symbol) are kept whole.  The lines joined end to end
+    read as the expression.
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> x, y = sp.symbols("x y")
+    >>> latex_lines(x + y, width=1)
+    ['x', '+ y']
+    """
+    if width < 1:
+        raise ValueError(f"width must be a positive number of symbols (got {width!r})")
+    expr = sp.sympify(expr)
+    tex = sp.latex(expr)
+    if _shown_width(tex) <= width:
+        return [tex]
+    if expr.is_Add:
+        lines: list[str] = []
+        for i, term in enumerate(expr.as_ordered_terms()):
+            negative = term.could_extract_minus_sign()
+            body = -term if negative else term
+            parts = latex_lines(body, width)
+            sign = "- " if negative else ("+ " if i else "")
+            if body.is_Add:
+                parts = ["\\bigl(" + parts[0]] + parts[1:-1] + [parts[-1] + "\\bigr)"] if len(parts) > 1 \
+                    else ["\\left(" + parts[0] + "\\right)"]
+            first = sign + parts[0]
+            if lines and len(parts) == 1 and visible_width(lines[-1] + first) <= width:
+                lines[-1] += " " + first
+            else:
+                lines.append(first)
+            lines += parts[1:]
+        return lines
+    num, den = sp.fraction(expr)
+    if den != 1:
+        top, bottom = latex_lines(num, width), latex_lines(den, width)
+        if len(top) == 1 and len(bottom) == 1:
+            return [f"\\frac{{{top[0]}}}{{{bottom[0]}}}"]
+        wrap = lambda ls: ["\\bigl(" + ls[0]] + ls[1:-1] + [ls[-1] + "\\bigr)"] if len(ls) > 1 \
+            else ["\\left(" + ls[0] + "\\right)"]  # noqa: E731
+        return wrap(top) + ["\\big/ " + line for line in wrap(bottom)[:1]] + wrap(bottom)[1:]
+    if expr.is_Mul and expr.could_extract_minus_sign():
+        parts = latex_lines(-expr, width)
+        return ["- " + parts[0]] + parts[1:]
+    if expr.is_Mul:
+        lines = []
+        for factor in expr.as_ordered_factors():
+            parts = latex_lines(factor, width)
+            if factor.is_Add:
+                parts = ["\\bigl(" + parts[0]] + parts[1:-1] + [parts[-1] + "\\bigr)"] if len(parts) > 1 \
+                    else ["\\left(" + parts[0] + "\\right)"]
+            if lines and len(parts) == 1 and visible_width(lines[-1] + parts[0]) <= width:
+                lines[-1] += " " + parts[0]
+            else:
+                lines += [("\\cdot " if lines else "") + parts[0]] + parts[1:]
+        return lines
+    if expr.is_Pow and expr.exp.is_Integer and expr.exp > 0 and expr.base.is_Add:
+        parts = latex_lines(expr.base, width)
+        return ["\\bigl(" + parts[0]] + parts[1:-1] + [parts[-1] + f"\\bigr)^{{{sp.latex(expr.exp)}}}"]
+    return [tex]
+
+
+def wrapped_latex(expr, width: int = WRAP_WIDTH, lhs: str = "") -> str:
+    """:func:`latex_lines` as one ``aligned`` environment (a single line when the expression fits).
+
+    ``lhs`` (LaTeX) is set before the first line with an ``=``, e.g. ``lhs=r"\\lambda^*"``; when it leaves too
+    little room, it stands alone on the first row.  Continuation rows are indented by a ``\\quad`` from the left
+    edge, so that every row stays within about ``width`` visible symbols.
+    """
+    lines = latex_lines(expr, width)
+    room = _shown_width(lhs) + 1 if lhs else 0
+    if len(lines) == 1 and room + _shown_width(lines[0]) <= width:
+        return f"{lhs} = {lines[0]}" if lhs else lines[0]
+    if not lhs:
+        rows = ["&" + lines[0]] + ["&\\quad " + line for line in lines[1:]]
+    elif room + _shown_width(lines[0]) <= width:
+        rows = [f"&{lhs} = {lines[0]}"] + ["&\\quad " + line for line in lines[1:]]
+    else:
+        rows = [f"&{lhs} ="] + ["&\\quad " + line for line in lines]
+    return "\\begin{aligned}" + " \\\\\n".join(rows) + "\\end{aligned}"
 
 
 def format_noise(x, tol: float = 1e-15, fmt: str = "{:.4g}") -> str:
@@ -134,7 +248,7 @@ def checks_summary(checks: Iterable, expected_failures: Iterable[str] = ()) -> s
 
 
 def checks_markdown(checks: Iterable, *, expected_failures: Iterable[str] = (),
-                    max_width: int = MAX_WIDTH) -> str:
+                    max_width: int = MAX_WIDTH, wrap: int | None = None, collapsed: str | None = None) -> str:
     """Derived-vs-printed checks as MyST Markdown: a summary, a table, and dropdowns for long formulas.
 
     ``checks`` are :class:`fedtheory.checks.Check` objects; ``expected_failures`` names the rows that
@@ -145,7 +259,13 @@ def checks_markdown(checks: Iterable, *, expected_failures: Iterable[str] = (),
     wider than ``max_width`` visible symbols (:func:`visible_width`) is shown in full in a dropdown (an HTML
     ``<details>``) under the table, and its cell points there.  A failing row gives the rational point
     where the two sides differ.
+
+    ``wrap`` (a width in visible symbols) breaks the formulas shown in full in the dropdowns into lines of about
+    that width (:func:`wrapped_latex`), so that they fit the column; ``collapsed`` (a title) puts the whole output,
+    summary included, into one dropdown with that title.
     """
+    if wrap is not None and wrap < 1:
+        raise ValueError(f"wrap must be a positive number of symbols or None (got {wrap!r})")
     if max_width < 1:
         raise ValueError(f"max_width must be a positive number of symbols (got {max_width!r})")
     checks = list(checks)
@@ -166,9 +286,14 @@ def checks_markdown(checks: Iterable, *, expected_failures: Iterable[str] = (),
     lines.append("````")
     for i, c, _, _ in long_rows:
         mark = "✓" if c else "✗"
+        if wrap is not None:
+            d, p = wrapped_latex(c.derived, wrap), wrapped_latex(c.printed, wrap)
+        else:
+            d, p = break_latex(c.derived), break_latex(c.printed)
         lines += ["", f"````{{dropdown}} {i}. {mark} {_escape(c.name)}: derived and printed in full",
-                  "**Derived (sympy):**", "", "$$", break_latex(c.derived), "$$", "", "**Printed (paper):**", "", "$$",
-                  break_latex(c.printed), "$$", "````"]
+                  "**Derived (sympy):**", "", "$$", d, "$$", "", "**Printed (paper):**", "", "$$", p, "$$", "````"]
+    if collapsed is not None:
+        lines = [f"`````{{dropdown}} {_escape(collapsed)}", *lines, "`````"]
     return "\n".join(lines)
 
 

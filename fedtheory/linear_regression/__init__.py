@@ -5,7 +5,7 @@ Numeric API (vectorized, validated; see :mod:`.numeric`): :func:`optimal_ratio`,
 :func:`optimal_lambda_for_ratio`, :func:`bayes_local_error`, :func:`bayes_local_coefficients`,
 :func:`opt_out_effect`, and for ``l`` privacy levels :func:`optimal_weights`, :func:`optimal_lambdas`.
 The sympy derivations and derived-vs-printed checks live in :mod:`.symbolic` (imported on demand,
-it needs sympy); the Monte Carlo simulator in :mod:`.simulation`; γ² as a client-level (ε, δ)
+it needs sympy); the Monte Carlo simulator in :mod:`.simulation`; κ² (the paper's γ²) as a client-level (ε, δ)
 guarantee in :mod:`.privacy_level` (imported on demand).
 """
 from .numeric import (OptOut, bayes_local_coefficients, bayes_local_error, local_error,

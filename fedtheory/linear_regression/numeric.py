@@ -1,10 +1,11 @@
 """Closed forms of the FedHDP linear-regression analysis as fast, validated numpy functions.
 
 Paper: Aldaghri, Mahdavifar, Beirami, "Federated Learning with Heterogeneous Differential Privacy",
-Appendix A.  Model (A.1): ``N_1`` clients in group 1 (privacy noise ``γ_1²``, less private; ``γ_1² = 0``
-for the clients that opt out) and ``N_2`` in group 2 (``γ_2²``); client ``j`` sends
-``ψ_j = φ̂_j + l_j`` with ``φ̂_j ~ N(φ_j, α² I)``, ``φ_j ~ N(φ, τ² I)``, ``l_j ~ N(0, N_g γ_g² I)``.
-Every function returns a per-coordinate quantity (the covariances are multiples of ``I_d``).
+Appendix A.  Model (A.1): ``N_1`` clients in group 1 (privacy noise ``κ_1²``, less private; ``κ_1² = 0``
+for the clients that opt out) and ``N_2`` in group 2 (``κ_2²``); client ``j`` sends
+``ψ_j = φ̂_j + l_j`` with ``φ̂_j ~ N(φ_j, ξ² I)``, ``φ_j ~ N(φ, τ² I)``, ``l_j ~ N(0, N_g κ_g² I)``.
+``κ_g²`` and ``ξ²`` are the paper's ``γ_g²`` and ``α²`` (the arguments keep the names ``gamma1_2``, ``gamma2_2``,
+``alpha2``).  Every function returns a per-coordinate quantity (the covariances are multiples of ``I_d``).
 
 All functions broadcast over numpy arrays; the group sizes must be integers.  Each formula here is
 checked against the sympy derivation of :mod:`fedtheory.linear_regression.symbolic` in
@@ -50,14 +51,14 @@ def _params(N1, N2, alpha2, tau2, gamma1_2, gamma2_2, group=None):
 
 
 def optimal_ratio(N1, N2, alpha2, tau2, gamma1_2, gamma2_2):
-    """Bayes-optimal server weight ratio ``r* = σ_{p1}²/σ_{p2}² = (σ_c² + N_1γ_1²)/(σ_c² + N_2γ_2²)``.
+    """Bayes-optimal server weight ratio ``r* = σ_{p1}²/σ_{p2}² = (σ_c² + N_1κ_1²)/(σ_c² + N_2κ_2²)``.
 
     Lemma 2, eqs. 28/55.  A group-2 client's update counts ``r*`` times a group-1 client's; ``r* ≤ 1``
-    exactly when ``N_1γ_1² ≤ N_2γ_2²`` (group 2 is noisier).
+    exactly when ``N_1κ_1² ≤ N_2κ_2²`` (group 2 is noisier).
 
     Examples
     --------
-    Two clients opt out of privacy, 18 stay private (γ² = 0.5 on their average):
+    Two clients opt out of privacy, 18 stay private (κ² = 0.5 on their average):
 
     >>> round(optimal_ratio(2, 18, alpha2=1.0, tau2=0.5, gamma1_2=0.0, gamma2_2=0.5), 4)
     0.1429
@@ -91,9 +92,9 @@ def optimal_server_error(N1, N2, alpha2, tau2, gamma1_2, gamma2_2):
 def optimal_lambda(group, N1, N2, alpha2, tau2, gamma1_2, gamma2_2):
     """Bayes-optimal Ditto parameter ``λ*_j`` for a client of ``group`` (1 or 2) at r = r* (eq. 47/58).
 
-    Computed in the equivalent compact form ``λ*_g = α²T/(τ²T + N_gγ_g²/σ_{pg}²)`` with
-    ``T = N_1/σ_{p1}² + N_2/σ_{p2}²``.  A non-private client (γ_g = 0) gets ``α²/τ² = 1/Υ²``;
-    ``np.inf`` (use the global model) when ``τ² = 0`` and ``γ_g² = 0``.
+    Computed in the equivalent compact form ``λ*_g = ξ²Ω/(τ²Ω + N_gκ_g²/σ_{pg}²)`` with
+    ``Ω = N_1/σ_{p1}² + N_2/σ_{p2}²``.  A non-private client (κ_g = 0) gets ``ξ²/τ² = 1/Υ²``;
+    ``np.inf`` (use the global model) when ``τ² = 0`` and ``κ_g² = 0``.
     """
     N1, N2, a2, t2, g1, g2, s1, s2 = _params(N1, N2, alpha2, tau2, gamma1_2, gamma2_2, group)
     T = N1 / s1 + N2 / s2
@@ -118,7 +119,7 @@ def _var_B(r, group, N1, N2, a2, t2, g1, g2, s1, s2, own_noise_removed):
 
 
 def _client_terms(r, group, N1, N2, alpha2, tau2, gamma1_2, gamma2_2, own_noise_removed):
-    """Validate ``r`` and the model, and return ``(V_B, w_g, α²)`` for a client of ``group``."""
+    """Validate ``r`` and the model, and return ``(V_B, w_g, ξ²)`` for a client of ``group``."""
     r = check_nonnegative("r", r)
     p = _params(N1, N2, alpha2, tau2, gamma1_2, gamma2_2, group)
     if np.any(p[0] + p[1] * r == 0):
@@ -132,11 +133,11 @@ def local_error(lam, r, group, N1, N2, alpha2, tau2, gamma1_2, gamma2_2, *, own_
 
     ``θ̂_j(λ) = (φ̂_j + λθ̂*)/(1+λ)`` (eq. 43) against the client's own target ``φ_j``.  The client's
     update is part of θ̂*, so ``φ̂_j`` and θ̂* are correlated; derived from the model:
-    ``E = (α² + 2λ w_g α² + λ² V_B)/(1+λ)²`` with ``w_g`` the client's server weight and
-    ``V_B = (1-w_g)²τ² + w_g²(α² + κN_gγ_g²) + (N_g-1)w_g²σ_{pg}² + N_h w_h² σ_{ph}²`` the variance of
-    ``θ̂* − φ_j``.  ``own_noise_removed=True`` (κ = 0) is eq. 44's convention: the client subtracts
-    its own known noise ``w_g l_j`` from the received global model; ``False`` (κ = 1) uses it raw.
-    At ``r = r*`` and ``λ = λ*`` (κ = 0) this equals the Bayes error of eq. 41.  ``lam = np.inf``
+    ``E = (ξ² + 2λ w_g ξ² + λ² V_B)/(1+λ)²`` with ``w_g`` the client's server weight and
+    ``V_B = (1-w_g)²τ² + w_g²(ξ² + o·N_gκ_g²) + (N_g-1)w_g²σ_{pg}² + N_h w_h² σ_{ph}²`` the variance of
+    ``θ̂* − φ_j``.  ``own_noise_removed=True`` (o = 0) is eq. 44's convention: the client subtracts
+    its own known noise ``w_g l_j`` from the received global model; ``False`` (o = 1) uses it raw.
+    At ``r = r*`` and ``λ = λ*`` (o = 0) this equals the Bayes error of eq. 41.  ``lam = np.inf``
     means "use the global model".
     """
     lam = check_nonnegative("lam", lam)
@@ -148,7 +149,7 @@ def local_error(lam, r, group, N1, N2, alpha2, tau2, gamma1_2, gamma2_2, *, own_
 
 def optimal_lambda_for_ratio(r, group, N1, N2, alpha2, tau2, gamma1_2, gamma2_2, *, own_noise_removed=True):
     """The λ minimising :func:`local_error` for a given (possibly suboptimal) r (derived):
-    ``λ_opt(r) = α²(1-w_g)/(V_B - w_g α²)``.  Equals :func:`optimal_lambda` at r = r*
+    ``λ_opt(r) = ξ²(1-w_g)/(V_B - w_g ξ²)``.  Equals :func:`optimal_lambda` at r = r*
     (with ``own_noise_removed=True``); at ``r = 1`` it is the best Ditto λ under HDP-FedAvg.
     """
     vb, wg, a2 = _client_terms(r, group, N1, N2, alpha2, tau2, gamma1_2, gamma2_2, own_noise_removed)
@@ -164,7 +165,7 @@ def _counts(group, N1, N2):
 
 def bayes_local_error(group, N1, N2, alpha2, tau2, gamma1_2, gamma2_2):
     """Posterior variance of ``φ_j`` for a client of ``group`` given ``φ̂_j`` and the other updates
-    (eq. 41): ``α²(σ_{p1}²σ_{p2}² + τ²K)/(σ_c²K + σ_{p1}²σ_{p2}²)``, ``K = nσ_{p1}² + mσ_{p2}²`` with
+    (eq. 41): ``ξ²(σ_{p1}²σ_{p2}² + τ²K)/(σ_c²K + σ_{p1}²σ_{p2}²)``, ``K = nσ_{p1}² + mσ_{p2}²`` with
     ``m``/``n`` the other clients of groups 1/2.  The best any estimator can do (Bayes risk)."""
     N1, N2, a2, t2, g1, g2, s1, s2 = _params(N1, N2, alpha2, tau2, gamma1_2, gamma2_2, group)
     m, n = _counts(group, N1, N2)
@@ -197,11 +198,11 @@ class OptOut(NamedTuple):
 
 
 def opt_out_effect(N_np, N_p, alpha2, tau2, gamma2, r=None, *, own_noise_removed=True) -> OptOut:
-    """A.5's privacy-utility trade-off for one client (opt-out setting, γ_1² = 0, γ_2² = γ²).
+    """A.5's privacy-utility trade-off for one client (opt-out setting, κ_1² = 0, κ_2² = κ²).
 
     Staying private: the client is one of ``N_p`` private clients among ``N_np + N_p``.  Opting out:
     the populations become ``(N_np + 1, N_p − 1)``, which also changes the other private clients'
-    noise calibration ``N_pγ²``.  ``r=None`` uses each population's r* (FedHDP); a number (e.g.
+    noise calibration ``N_pκ²``.  ``r=None`` uses each population's r* (FedHDP); a number (e.g.
     ``r=1``, HDP-FedAvg+Ditto) is used in both.  Each error is at the client's best λ for that r.
     """
     N_np = check_integer_at_least("N_np", N_np, 0)
@@ -234,7 +235,7 @@ def _levels(N, alpha2, tau2, gamma2):
 
 def optimal_weights(N, alpha2, tau2, gamma2, *, normalize=False):
     """A.6, eq. 64: ``r_i* = σ_{p1}²/σ_{pi}²`` for each privacy level (last axis), relative to the
-    first level (so ``r_1* = 1``), with ``σ_{pi}² = α² + τ² + N_iγ_i²``.
+    first level (so ``r_1* = 1``), with ``σ_{pi}² = ξ² + τ² + N_iκ_i²``.
 
     ``normalize=True`` returns the per-client weights ``w_i = r_i*/Σ_k N_k r_k*`` instead
     (``Σ_i N_i w_i = 1``, eq. 63).
@@ -248,7 +249,7 @@ def optimal_weights(N, alpha2, tau2, gamma2, *, normalize=False):
 
 def optimal_lambdas(N, alpha2, tau2, gamma2):
     """A.6: Bayes-optimal λ_i* for a client of each privacy level (last axis), in the compact form
-    ``λ_i* = α²T/(τ²T + N_iγ_i²/σ_{pi}²)``, ``T = Σ_k N_k/σ_{pk}²`` (derived; the paper stops at
+    ``λ_i* = ξ²Ω/(τ²Ω + N_iκ_i²/σ_{pi}²)``, ``Ω = Σ_k N_k/σ_{pk}²`` (derived; the paper stops at
     "the closed form is involved").  Reduces to eq. 47 for two levels."""
     N, gamma2, alpha2, tau2, sp_ = _levels(N, alpha2, tau2, gamma2)
     T = np.sum(N / sp_, axis=-1, keepdims=True)

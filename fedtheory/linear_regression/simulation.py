@@ -3,7 +3,7 @@
 :func:`simulate` draws the whole generative model in ``d`` dimensions, with *real* least squares at
 every client: ``F_j`` has orthogonal columns scaled so that ``F_jᵀF_j = n_s I_d``, responses
 ``x_j = F_jφ_j + v_j`` with ``v_j ~ N(0, β² I)``, and ``φ̂_j`` is :func:`numpy.linalg.lstsq`'s
-solution (so ``φ̂_j ~ N(φ_j, α² I)``, ``α² = β²/n_s``, is not assumed but produced).  The returned
+solution (so ``φ̂_j ~ N(φ_j, ξ² I)``, ``ξ² = β²/n_s``, is not assumed but produced).  The returned
 :class:`FedHDPSample` forms server aggregates for any ``r``, runs Algorithm 1's client update
 (:func:`client_update`) and evaluates the local Bayes estimate of eq. 42, so tests can compare
 every closed form with simulated errors (:func:`mse` gives mean and standard error).

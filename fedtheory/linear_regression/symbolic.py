@@ -2,8 +2,10 @@
 
 Model (per coordinate; every quantity below is isotropic, so one coordinate suffices): the server's
 target ``φ`` (flat prior), client means ``φ_j = φ + p_j`` with ``p_j ~ N(0, τ²)``, local
-least-squares estimates ``φ̂_j = φ_j + e_j`` with ``e_j ~ N(0, α²)`` (``α² = β²/n_s``), and the
-updates ``ψ_j = φ̂_j + l_j`` with privacy noise ``l_j ~ N(0, N_g γ_g²)`` for a client of group ``g``.
+least-squares estimates ``φ̂_j = φ_j + e_j`` with ``e_j ~ N(0, ξ²)`` (``ξ² = β²/n_s``, the paper's ``α²``), and the
+updates ``ψ_j = φ̂_j + l_j`` with privacy noise ``l_j ~ N(0, N_g κ_g²)`` for a client of group ``g``
+(``κ_g²``, the variance of the privacy noise on group ``g``'s average, is the paper's ``γ_g²``; the book keeps
+``γ`` for the rate of the tuning chapter's negative binomial).
 
 Everything here is *derived*: posterior means and variances come from minimising the negative log
 posterior (a quadratic form) and inverting its Hessian; errors of estimators come from the
@@ -14,7 +16,7 @@ return lists of :class:`fedtheory.checks.Check`.
 
 Conventions
 -----------
-* Group 1 is the less private group (``γ_1² ≤ γ_2²`` in the paper, ``γ_1² = 0`` for opt-out).
+* Group 1 is the less private group (``κ_1² ≤ κ_2²`` in the paper, ``κ_1² = 0`` for opt-out).
 * For a client of group ``g``, ``m``/``n`` count the *other* clients of groups 1/2 (eq. 34's
   index sets) and ``i_j`` is its own relative weight (1 in group 1, ``r`` in group 2; eq. 44).
 * ``own_noise_removed=True`` is the paper's eq. 44: the client replaces its own ``ψ_j`` inside the
@@ -31,13 +33,13 @@ import sympy as sp
 
 from fedtheory.checks import Check, compare
 
-from ._gaussian import ZERO, source, var
+from ._gaussian import ZERO, cov, source, var
 
 __all__ = [
     "symbols", "printed", "server", "local_bayes", "fedhdp_local", "lambda_matching",
     "server_checks", "local_checks", "typo_checks", "multilevel_checks", "algorithm_checks",
     "tradeoff", "all_checks", "client_update_map", "optimal_lambda_symbolic",
-    "multilevel_server_checks",
+    "multilevel_server_checks", "generic_lambda", "kappa2",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -45,20 +47,23 @@ __all__ = [
 N1, N2 = sp.symbols("N_1 N_2", positive=True)
 alpha2 = sp.Symbol("xi^2", positive=True)  # the paper's α²; the book writes ξ² (α is the RDP order)
 tau2 = sp.Symbol("tau^2", positive=True)
-gamma1_2 = sp.Symbol("gamma_1^2", positive=True)
-gamma2_2 = sp.Symbol("gamma_2^2", positive=True)
+# the privacy-noise variances κ_g² (the paper's γ_g²); the Python names follow the library's arguments
+gamma1_2 = sp.Symbol("kappa_1^2", positive=True)
+gamma2_2 = sp.Symbol("kappa_2^2", positive=True)
 r = sp.Symbol("r", positive=True)
 lam = sp.Symbol("lambda", positive=True)
-phihat, S1, S2 = sp.symbols("phihat_j S_1 S_2", real=True)  # own estimate; sums of others' ψ
+phihat, S1, S2 = sp.symbols("phihat_j Psi_1 Psi_2", real=True)  # own estimate; Ψ_g: sums of others' ψ
 
 N = N1 + N2
 sigma_c2 = alpha2 + tau2
 sigma_p1 = sigma_c2 + N1 * gamma1_2
 sigma_p2 = sigma_c2 + N2 * gamma2_2
-# "abstract" mode: the group variances σ_{p_g}² as free symbols (N_gγ_g² = σ_{p_g}² - σ_c²).  Identities
-# that hold for free σ's hold a fortiori for σ_{p_g}² = σ_c² + N_gγ_g², and sympy handles them much faster.
+# "abstract" mode: the group variances σ_{p_g}² as free symbols (N_gκ_g² = σ_{p_g}² - σ_c²).  Identities
+# that hold for free σ's hold a fortiori for σ_{p_g}² = σ_c² + N_gκ_g², and sympy handles them much faster.
 s_p1 = sp.Symbol("sigma_p1^2", positive=True)
 s_p2 = sp.Symbol("sigma_p2^2", positive=True)
+#: κ² of the opt-out setting (κ_1² = 0, κ_2² = κ²: Appendices A.5 and B)
+kappa2 = sp.Symbol("kappa^2", positive=True)
 
 
 def _sigmas(abstract: bool):
@@ -136,36 +141,42 @@ def printed(group: int = 1, abstract: bool = False) -> dict[str, sp.Expr]:
 # server side: Lemma 1 / Lemma 2
 @dataclass(frozen=True)
 class Server:
-    """Derived server-side quantities (per coordinate)."""
+    """Derived server-side quantities (per coordinate), with the intermediate steps of the derivation."""
 
+    neg_log_lik: sp.Expr    # Q(φ): negative log likelihood of the updates, up to terms free of φ
+    posterior_mean: sp.Expr  # the root of ∂Q/∂φ = 0, linear in the group sums S_1, S_2
     coef_C1: sp.Expr        # posterior-mean coefficient of each group-1 update
     coef_C2: sp.Expr        # ... of each group-2 update
     r_bayes: sp.Expr        # coef_C2 / coef_C1 (inverse-variance weighting)
     posterior_var: sp.Expr  # Σ_s,opt from the Hessian of the log posterior
     V: sp.Expr              # variance of the r-weighted average, a function of r
+    dV_numerator: sp.Expr   # the numerator of dV/dr, factored (its roots are the stationary points)
     r_min: sp.Expr          # root of dV/dr = 0
     V_at_rmin: sp.Expr
 
 
 @lru_cache(maxsize=None)
-def server() -> Server:
+def server(abstract: bool = False) -> Server:
     """Derive the Bayes server estimate two ways: posterior of φ (flat prior) and min_r V(r).
 
     Negative log likelihood of the updates, up to terms free of φ:
     ``Σ_{C1}(ψ_i-φ)²/(2σ_{p1}²) + Σ_{C2}(ψ_i-φ)²/(2σ_{p2}²)``, with ``Σ(ψ_i-φ)² = Σψ_i² - 2φS + Nφ²``.
+    ``abstract=True`` keeps the group variances ``σ_{p_g}²`` as free symbols (the form a proof shows).
     """
+    sigma_p1, sigma_p2 = _sigmas(abstract)
     phi = sp.Symbol("phi", real=True)
     Q = (N1 * phi**2 - 2 * phi * S1) / (2 * sigma_p1) + (N2 * phi**2 - 2 * phi * S2) / (2 * sigma_p2)
-    mean = sp.solve(sp.diff(Q, phi), phi)[0]
+    mean = sp.factor(sp.solve(sp.diff(Q, phi), phi)[0])
     c1, c2 = sp.diff(mean, S1), sp.diff(mean, S2)
     post_var = sp.factor(1 / sp.diff(Q, phi, 2))
     # r-weighted average: θ - φ = w1 G1 + w2 G2, G_g = Σ_{C_g}(ψ_i - φ) ~ N(0, N_g σ_{p_g}²)
     w1, w2 = 1 / (N1 + N2 * r), r / (N1 + N2 * r)
     err = w1 * source("G1") + w2 * source("G2")
     V = sp.factor(var(err, {"G1": N1 * sigma_p1, "G2": N2 * sigma_p2}))
-    roots = [s for s in sp.solve(sp.numer(sp.together(sp.diff(V, r))), r) if s != 0]
+    dV_num = sp.factor(sp.numer(sp.together(sp.diff(V, r))))
+    roots = [s for s in sp.solve(dV_num, r) if s != 0]
     r_min = sp.factor(roots[0])
-    return Server(sp.factor(c1), sp.factor(c2), sp.factor(c2 / c1), post_var, V, r_min,
+    return Server(Q, mean, sp.factor(c1), sp.factor(c2), sp.factor(c2 / c1), post_var, V, dV_num, r_min,
                   sp.factor(V.subs(r, r_min)))
 
 
@@ -173,6 +184,7 @@ def server() -> Server:
 # client side: the local Bayes estimate (A.3) and the FedHDP local solution (43)-(44)
 @dataclass(frozen=True)
 class LocalBayes:
+    neg_log_post: sp.Expr   # Q(φ, φ_j): negative log posterior, up to terms free of (φ, φ_j)
     coef_own: sp.Expr
     coef_C1: sp.Expr        # per other group-1 update
     coef_C2: sp.Expr        # per other group-2 update
@@ -183,7 +195,7 @@ class LocalBayes:
 def local_bayes(group: int, abstract: bool = False) -> LocalBayes:
     """Posterior mean and variance of ``φ_j`` given ``φ̂_j`` and the other clients' updates.
 
-    Negative log posterior in ``(φ, φ_j)`` (flat prior on φ): ``(φ_j-φ)²/(2τ²) + (φ̂_j-φ_j)²/(2α²)
+    Negative log posterior in ``(φ, φ_j)`` (flat prior on φ): ``(φ_j-φ)²/(2τ²) + (φ̂_j-φ_j)²/(2ξ²)
     + (mφ² - 2φS_1)/(2σ_{p1}²) + (nφ² - 2φS_2)/(2σ_{p2}²)``; the mean solves ∇ = 0 and the
     variance is the (φ_j, φ_j) entry of the inverse Hessian.
     """
@@ -196,14 +208,36 @@ def local_bayes(group: int, abstract: bool = False) -> LocalBayes:
     mean = sol[phij]
     H = sp.hessian(Q, (phi, phij))
     post_var = sp.factor(H.inv()[1, 1])
-    return LocalBayes(*(sp.factor(sp.diff(mean, s)) for s in (phihat, S1, S2)), post_var)
+    return LocalBayes(Q, *(sp.factor(sp.diff(mean, s)) for s in (phihat, S1, S2)), post_var)
+
+
+#: placeholders of the generic minimisation behind every λ* (:func:`generic_lambda`)
+VA, VB, CAB = sp.symbols("V_A V_B C_AB", real=True)
+
+
+@lru_cache(maxsize=None)
+def generic_lambda() -> tuple[sp.Expr, sp.Expr, sp.Expr]:
+    """The minimiser over λ of ``E(λ) = (V_A + 2λC_AB + λ²V_B)/(1+λ)²``, the error of ``(A + λB)/(1+λ)``.
+
+    Returns ``(E, numerator of dE/dλ (factored), minimiser)``; the minimiser is ``(V_A - C_AB)/(V_B - C_AB)``
+    (a minimum when ``V_B > C_AB``).
+    """
+    E = (VA + 2 * lam * CAB + lam**2 * VB) / (1 + lam)**2
+    num = sp.factor(sp.numer(sp.together(sp.diff(E, lam))))
+    roots = [x for x in sp.solve(num, lam) if x != -1]
+    return E, num, sp.factor(roots[0])
 
 
 @dataclass(frozen=True)
 class FedHDPLocal:
+    objective43: sp.Expr    # ½(θ-φ̂_j)² + λ/2(θ-θ̂*)², the client's objective
+    solution43: sp.Expr     # its minimiser (φ̂_j + λθ̂*)/(1+λ), eq. 43
     coef_own: sp.Expr
     coef_C1: sp.Expr
     coef_C2: sp.Expr
+    var_A: sp.Expr          # Var(φ̂_j - φ_j) = ξ²
+    cov_AB: sp.Expr         # Cov(φ̂_j - φ_j, θ̂* - φ_j), own noise removed
+    var_B: sp.Expr          # Var(θ̂* - φ_j), own noise removed
     error: sp.Expr          # E(θ̂_j(λ) - φ_j)², own noise removed (eq. 44 convention)
     error_raw: sp.Expr      # same with the raw global model (own noise kept)
     lambda_opt: sp.Expr     # argmin_λ error, any r
@@ -215,12 +249,15 @@ def fedhdp_local(group: int, abstract: bool = False) -> FedHDPLocal:
     """The FedHDP personalized estimate θ̂_j(λ) and its error, from the model.
 
     θ̂_j(λ) minimises ``½‖θ-φ̂_j‖² + λ/2‖θ-θ̂*‖²`` (derived: eq. 43), with θ̂* the r-weighted
-    average of the updates.
+    average of the updates.  Its error is that of ``(A + λB)/(1+λ)`` with ``A = φ̂_j - φ_j`` and
+    ``B = θ̂* - φ_j``; the error-minimising λ is :func:`generic_lambda` at the model's ``V_A``, ``C_AB``,
+    ``V_B``, and is checked against the root of the derivative of the error itself.
     """
     m, n, _ = _counts(group)
     sigma_p1, sigma_p2 = _sigmas(abstract)
-    theta, thstar = sp.symbols("theta thetastar", real=True)
-    sol43 = sp.solve(sp.diff((theta - phihat)**2 / 2 + lam * (theta - thstar)**2 / 2, theta), theta)[0]
+    theta, thstar = sp.symbols("theta thetahat^*", real=True)
+    objective = (theta - phihat)**2 / 2 + lam * (theta - thstar)**2 / 2
+    sol43 = sp.solve(sp.diff(objective, theta), theta)[0]
     W = N1 + N2 * r
     w1, w2 = 1 / W, r / W
     wg = w1 if group == 1 else w2
@@ -230,22 +267,30 @@ def fedhdp_local(group: int, abstract: bool = False) -> FedHDPLocal:
     coefs = [sp.factor(sp.diff(est, s)) for s in (phihat, S1, S2)]
     # error from the model, relative to φ: φ_j-φ = p, φ̂_j-φ = p+e, ψ_j-φ = p+e+l,
     # O1/O2 = sums of the other clients' (ψ_i - φ)
-    Ng_g2 = (sigma_p1 if group == 1 else sigma_p2) - sigma_c2   # N_g γ_g²
+    Ng_g2 = (sigma_p1 if group == 1 else sigma_p2) - sigma_c2   # N_g κ_g²
     variances = {"e": alpha2, "p": tau2, "l": Ng_g2, "O1": m * sigma_p1, "O2": n * sigma_p2}
     p, e, l = source("p"), source("e"), source("l")
     own_update = p + e + l
     others = w1 * source("O1") + w2 * source("O2")
-    errors = []
+    errors, moments = [], []
     for kappa in (0, 1):
         gm = wg * (own_update - (1 - kappa) * l) + others          # θ̂* - φ
-        err = (p + e + lam * gm) / (1 + lam) - p                    # θ̂_j(λ) - φ_j
+        A, B = e, gm - p                                            # φ̂_j - φ_j and θ̂* - φ_j
+        err = (A + lam * B) / (1 + lam)                             # θ̂_j(λ) - φ_j
         errors.append(sp.factor(var(err, variances)))
+        moments.append((var(A, variances), sp.factor(cov(A, B, variances)), sp.factor(var(B, variances))))
+    _, _, generic = generic_lambda()
     lam_opts = []
-    for E in errors:
+    for E, (va, cab, vb) in zip(errors, moments):
         roots = sp.solve(sp.numer(sp.together(sp.diff(E, lam))), lam)
         roots = [x for x in roots if x != -1]
-        lam_opts.append(sp.factor(roots[0]))
-    return FedHDPLocal(*coefs, errors[0], errors[1], lam_opts[0], lam_opts[1])
+        direct = sp.factor(roots[0])
+        via_moments = sp.factor(generic.subs({VA: va, VB: vb, CAB: cab}))
+        if sp.simplify(direct - via_moments) != 0:  # two derivations of one quantity must agree
+            raise ArithmeticError(f"λ_opt of group {group}: the derivative's root and the moment form differ")
+        lam_opts.append(via_moments)
+    va, cab, vb = moments[0]
+    return FedHDPLocal(objective, sol43, *coefs, va, cab, vb, errors[0], errors[1], lam_opts[0], lam_opts[1])
 
 
 @dataclass(frozen=True)
@@ -308,14 +353,14 @@ def local_checks() -> list[Check]:
                     P["lambda*(47)"]),
             compare(f"λ* (47) by minimising the client's error, {tag}", optimal_lambda_symbolic(g),
                     P["lambda*(47)"]),
-            compare(f"λ* compact form ξ²Ω/(τ²Ω + N_gγ_g²/σ_pg²), {tag}", P["lambda compact"],
+            compare(f"λ* compact form ξ²Ω/(τ²Ω + N_gκ_g²/σ_pg²), {tag}", P["lambda compact"],
                     P["lambda*(47)"]),
             compare(f"min over λ of the client's error = Σ_θ* (41) at r* (free σ_pg²), {tag}",
                     fa.error.subs(lam, Pa["lambda compact"]).subs(r, s_p1 / s_p2),
                     Pa["Sigma_theta(41)"]),
         ]
     lam_np = optimal_lambda_symbolic(1).subs(gamma1_2, 0)
-    out.append(compare("non-private client (γ_1² = 0): λ* = 1/Υ² = ξ²/τ²", lam_np, alpha2 / tau2))
+    out.append(compare("non-private client (κ_1² = 0): λ* = 1/Υ² = ξ²/τ²", lam_np, alpha2 / tau2))
     return out
 
 
@@ -324,7 +369,7 @@ def typo_checks() -> list[Check]:
 
     Table 4 and Algorithms 1/3 are in :mod:`fedtheory.point_estimation` and
     :func:`algorithm_checks`.  Derived with the group variances σ_{p_g}² as free symbols (a stronger
-    identity, and fast); note that eq. 49's typo is invisible in the opt-out case γ_1² = 0, where
+    identity, and fast); note that eq. 49's typo is invisible in the opt-out case κ_1² = 0, where
     σ_{p_1}² = σ_c².
     """
     out: list[Check] = []
@@ -462,15 +507,15 @@ def multilevel_checks(levels=(2, 3, 4, 5), instances: int = 3, seed: int = 0,
 # ---------------------------------------------------------------------------------------------
 # A.5: privacy-utility trade-off for one client
 def tradeoff() -> dict[str, sp.Expr]:
-    """The change in one client's optimal error when it opts out (γ_1² = 0, γ_2² = γ²).
+    """The change in one client's optimal error when it opts out (κ_1² = 0, κ_2² = κ²).
 
     The client is private in a population of ``N_1`` non-private and ``N_2`` private clients
     (itself included); opting out moves it to the non-private group, so the population becomes
-    ``(N_1 + 1, N_2 - 1)`` and the other private clients' noise calibration ``N_2γ²`` changes too.
+    ``(N_1 + 1, N_2 - 1)`` and the other private clients' noise calibration ``N_2κ²`` changes too.
     Returns the min-over-λ errors and their difference under r* (own noise removed; these are
     eq. 41) and under r = 1 (HDP-FedAvg, own noise removed).
     """
-    g2 = sp.Symbol("gamma^2", positive=True)
+    g2 = kappa2
     out = {}
     for label, rr in (("r*", None), ("r=1", sp.Integer(1))):
         errs = []

@@ -64,10 +64,12 @@ def test_more_cases_of_each_check():
     assert book_lint.significant_digits("0.0177827941") == 9
 
 
-def test_allow_list_names_pages_and_kinds_and_says_why():
+def test_allow_list_names_pages_and_kinds_and_says_why(monkeypatch):
     assert set(book_lint.ALLOWED) <= {f"book/{p.stem}.html" for p in (REPO / "book").glob("*.ipynb")}
     for page, kinds in book_lint.ALLOWED.items():
         assert kinds and set(kinds) <= set(book_lint.KINDS) and all(reason for reason in kinds.values()), page
+    # the list is empty today (every page passes every check): plant an entry to test how one is honoured
+    monkeypatch.setitem(book_lint.ALLOWED, "book/fedhdp_theory.html", {"overflow": "planted for the test"})
     rep = book_lint.LintReport("book/fedhdp_theory.html", [("overflow", "x"), ("internal", "y")])
     assert rep.unexpected() == [("internal", "y")]
 

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 REVISED = ["empirical_local_vs_fedavg.ipynb", "empirical_privacy_utility.ipynb", "theory_meets_training.ipynb",
            "privacy_audit.ipynb", "practitioner_pipeline.ipynb", "pets_case_study.ipynb", "silo_dp.md",
            "mean_estimation.ipynb", "privacy_primer.ipynb", "fedhdp_theory.ipynb", "lambda_advisor.ipynb",
-           "fedhdp_practice.ipynb", "deep_models.ipynb", "tuning_cost.ipynb", "secagg.ipynb"]
+           "fedhdp_practice.ipynb", "deep_models.ipynb", "tuning_cost.ipynb", "secagg.ipynb",
+           "fedhdp_verification.ipynb"]
 
 
 def _cells(name: str) -> list[tuple[str, str, list[str]]]:

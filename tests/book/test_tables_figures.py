@@ -3,7 +3,8 @@ import pytest
 import sympy as sp
 
 from fedtheory.checks import compare
-from fedtheory.figures.tables import checks_markdown, checks_summary, display_checks, format_noise, markdown_table
+from fedtheory.figures.tables import (checks_markdown, checks_summary, display_checks, format_noise, latex_lines,
+                                     markdown_table, visible_width, wrapped_latex)
 
 x, y = sp.symbols("x y", positive=True)
 
@@ -112,3 +113,51 @@ def test_break_latex_splits_a_wide_formula_into_lines_and_keeps_a_narrow_one():
     assert all(visible_width(line) <= 60 for line in tex.split(r"\\"))
     with pytest.raises(ValueError, match="width"):
         break_latex(wide, width=0)
+
+
+def _reassemble(lines):
+    r"""The lines of :func:`latex_lines` joined back, without the sizing commands of the cut parentheses."""
+    text = " ".join(lines)
+    for cmd in (r"\bigl", r"\bigr", r"\big/", r"\left", r"\right", r"\cdot"):
+        text = text.replace(cmd, "")
+    return text.replace(" ", "")
+
+
+def test_latex_lines_cut_long_sums_products_and_fractions_within_the_width():
+    x = sp.symbols("x_1:13", positive=True)
+    long_sum = sum(xi**2 * x[0] for xi in x)
+    lines = latex_lines(long_sum, width=20)
+    assert len(lines) > 1 and all(visible_width(line) <= 20 for line in lines)
+    assert lines[1].startswith("+ ")                       # each continuation starts with its operator
+    frac = long_sum / (1 + sum(x))
+    lines = latex_lines(frac, width=20)
+    assert any(line.startswith(r"\big/") for line in lines)  # numerator over denominator, each cut in turn
+    assert all(visible_width(line) <= 24 for line in lines)  # a line may carry a cut parenthesis and the '/'
+    short = x[0] / x[1]
+    assert latex_lines(short, width=20) == [sp.latex(short)]
+    neg = x[0] - x[1] - x[2]
+    assert _reassemble(latex_lines(neg, width=2)) == sp.latex(neg).replace(" ", "")
+    with pytest.raises(ValueError, match="width"):
+        latex_lines(short, width=0)
+
+
+def test_wrapped_latex_is_one_aligned_block_with_the_left_hand_side():
+    x = sp.symbols("x_1:13", positive=True)
+    tex = wrapped_latex(sum(x), width=10, lhs=r"\Sigma")
+    assert tex.startswith(r"\begin{aligned}&\Sigma = ") and tex.endswith(r"\end{aligned}") and tex.count(r"\\") >= 2
+    assert wrapped_latex(x[0], lhs="y") == "y = x_{1}"
+    # a left-hand side that leaves no room stands alone on the first row
+    tex = wrapped_latex(x[0] + x[1], width=6, lhs=r"\lambda_{long}")
+    assert tex.startswith(r"\begin{aligned}&\lambda_{long} = \\") and r"&\quad x_{1} + x_{2}" in tex
+
+
+def test_checks_markdown_wraps_dropdown_formulas_and_collapses_on_request():
+    x = sp.symbols("x_1:13", positive=True)
+    long = sum(xi**2 for xi in x)
+    rows = [compare("long", long, long)]
+    plain = checks_markdown(rows)
+    wrapped = checks_markdown(rows, wrap=20, collapsed="Long: 1 check")
+    assert r"\begin{aligned}" in wrapped and wrapped != plain  # plain: break_latex's default width
+    assert wrapped.startswith("`````{dropdown} Long: 1 check\n") and wrapped.endswith("\n`````")
+    with pytest.raises(ValueError, match="wrap"):
+        checks_markdown(rows, wrap=0)

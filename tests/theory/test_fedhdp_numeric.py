@@ -117,7 +117,7 @@ def test_opt_out_effect_matches_notes_table():
 
 def test_tradeoff_symbolic_matches_numeric():
     t = S.tradeoff()
-    g = sp.Symbol("gamma^2", positive=True)
+    g = S.kappa2
     vals = {S.N1: 2, S.N2: 18, S.alpha2: 1, S.tau2: sp.Rational(1, 2), g: sp.Rational(1, 2)}
     o = lr.opt_out_effect(2, 18, 1.0, 0.5, 0.5)
     assert float(t["private, r*"].subs(vals)) == pytest.approx(o.private, rel=1e-12)
