@@ -7,8 +7,8 @@ Scales (:data:`SCALES`; every setting is stated, nothing else is tuned):
   clipping) on scikit-learn's 8×8 digits, 100 rounds of 2 local epochs instead of 500 of 25.  The
   digits' network has D = 3,760 parameters against MNIST's 39,760, so the noise multiplier is raised
   to z = 5 to keep the paper's ratio of the noise norm on the private average to the clipping norm,
-  ``z √D / (q N_p)`` = 3.2 (the paper: 1.5·√39760/95 = 3.2).  About 12 min on one core for both
-  datasets and 3 seeds: ``fedtrain fedhdp-claims --scale claims``.
+  ``z √D / (q N_p)`` = 3.2 (the paper: 1.5·√39760/95 = 3.2).  Both datasets and 3 seeds:
+  ``fedtrain fedhdp-claims --scale claims`` (its cost: ``benchmarks/README.md``).
 * ``"chapter"`` — 400 clients, q = 0.1, 30 rounds of 1 epoch, z = 2 (the same ratio, 3.2): seconds per run.
 
 Claims (the inventory's list; mean ± sd over seeds, :func:`check_claims`):

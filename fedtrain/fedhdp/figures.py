@@ -87,7 +87,7 @@ def plot_theory_link(c):
     b.set_ylabel("personal-model error ‖v_j − φ_j‖²/d")
     b.legend(fontsize=8)
     b.grid(alpha=0.3)
-    fig.suptitle(f"Linear regression, N = {c.N1 + c.N2} ({c.N1} opted out), γ² = (zC/N_p)² = {c.gamma2:.3g}; "
+    fig.suptitle(f"Linear regression, N = {c.N1 + c.N2} ({c.N1} opted out), κ² = (zC/N_p)² = {c.gamma2:.3g}; "
                  f"{c.reps} datasets per point")
     fig.tight_layout()
     return fig

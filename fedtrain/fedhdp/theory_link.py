@@ -1,20 +1,20 @@
 """Federated linear regression trained with client-level DP next to the closed forms r* and λ* (App. A).
 
 The theory (:mod:`fedtheory.linear_regression.numeric`) assumes: every client holds ``n`` samples with
-``FᵀF = n I`` (so its least-squares estimate is ``φ̂_j ~ N(φ_j, α² I)``, ``α² = σ²/n``), ``φ_j ~ N(φ, τ² I)``,
-one aggregation round, clipping that never binds, and private noise of variance γ² on the private
+``FᵀF = n I`` (so its least-squares estimate is ``φ̂_j ~ N(φ_j, ξ² I)``, ``ξ² = σ²/n`` (the paper's α²)), ``φ_j ~ N(φ, τ² I)``,
+one aggregation round, clipping that never binds, and private noise of variance κ² (the paper's γ²) on the private
 group's *average*.  This module trains that model with the real trainer (:func:`fedtrain.fedhdp.trainer.train`):
 
 * data: :func:`fedtrain.data.gaussian.gaussian_linear_regression` (``F_jᵀF_j = n I``) with the first
   ``N_np`` clients opted out;
 * training: the linear model, q = 1, one local full-batch step with η = 1 (it lands on φ̂_j exactly:
-  the gradient of ½·mean((Fw − x)²) is ``w − φ̂_j``), a fixed clipping norm S, and noise ``z S`` on the
-  private group's sum, so that **γ² = (z S / N_p)²** (:func:`fedtheory.linear_regression.privacy_level.gamma2_of_noise_multiplier`);
+  the gradient of ½·mean((Fw − x)²) is ``w − φ̂_j``), a fixed clipping norm C, and noise ``z C`` on the
+  private group's sum, so that **κ² = (z C / N_p)²** (:func:`fedtheory.linear_regression.privacy_level.gamma2_of_noise_multiplier`);
 * personalization: a second round whose Ditto step with ``η_p = 1/(1+λ)`` gives ``(φ̂_j + λθ¹)/(1+λ)``
   toward the received θ¹ (eq. 43, Lemma 4).  The client's own noise stays in θ¹ (``own_noise_removed=False``).
 
-What the theory leaves out, and the training has: clipping (S must exceed every ‖φ̂_j − θ⁰‖ for the
-theory to apply, yet γ grows with S — the trade-off the clip norm sets), client sampling (q < 1), many
+What the theory leaves out, and the training has: clipping (C must exceed every ‖φ̂_j − θ⁰‖ for the
+theory to apply, yet κ grows with C — the trade-off the clip norm sets), client sampling (q < 1), many
 rounds with fresh noise and a shrinking update, adaptive clipping and its count noise, realized group
 counts, and non-linear models.
 """

@@ -36,7 +36,7 @@ two paths behind one method, :meth:`FunctionalModel.clipped_grad_sum`:
 Clip factor ``min(1, c / (‖v_i‖ + 1e-6))`` as in Opacus.  Models: :class:`LinearModel` (the paper's
 convex tasks, App. C), :class:`MLPModel` (one tanh hidden layer, exercising the generic path end
 to end) and :class:`ConvNetModel`.  On the CPU ``silo_chunk`` defaults to :data:`DEFAULT_SILO_CHUNK`
-(measured); on CUDA the memory bound is :data:`CUDA_MAX_ENTRIES`.  :func:`build_model` maps
+(its choice: ``benchmarks/README.md``); on CUDA the memory bound is :data:`CUDA_MAX_ENTRIES`.  :func:`build_model` maps
 :data:`fedtrain.config.MODELS` names to models.  Losses live in :mod:`fedtrain.losses` (re-exported here).
 
 Modules, one per model family: :mod:`fedtrain.models.base` (:class:`FunctionalModel`, the generic path),
