@@ -74,3 +74,36 @@ def test_widget_chapters_weigh_at_most_half_of_inline_frames(reports, chapter):
 def test_no_page_has_problems_of_kind(reports, kind):
     problems = [f"{r.page}: {d}" for r in reports for k, d in r.problems if k == kind]
     assert not problems, f"{len(problems)} {kind} problem(s):\n" + "\n".join(problems)
+
+
+def _search_hits(driver, base: str, query: str) -> list[str]:
+    """The pages ``search.html?q=query`` lists once the search has finished (Sphinx's own searchtools.js)."""
+    import time
+
+    driver.get(f"{base}search.html?q={query}")
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        done = driver.execute_script(
+            "const s = document.getElementById('search-progress');"
+            "return !!(s && s.textContent && !/Preparing|Searching/.test(s.textContent));")
+        if done:
+            break
+        time.sleep(0.2)
+    return driver.execute_script(
+        "return Array.from(document.querySelectorAll('#search-results ul.search li a'))"
+        ".map(a => a.getAttribute('href'));")
+
+
+def test_search_finds_accented_words_typed_without_accents():
+    """ "Renyi" finds the pages that write "Rényi" (book/_static/fedbook_search.js folds the index)."""
+    root = (REPO / BOOK).resolve()
+    server, base = browser_check.serve(root)
+    driver = browser_check.start_browser()
+    try:
+        accented = _search_hits(driver, base, "R%C3%A9nyi")
+        plain = _search_hits(driver, base, "Renyi")
+    finally:
+        driver.quit()
+        server.shutdown()
+    assert any("privacy_primer" in h for h in accented), accented
+    assert set(plain) >= set(accented) and plain, (plain, accented)
