@@ -230,12 +230,20 @@ class FedHDPResult:
         without the fields it does not write, such as the results store's ``key``)."""
         curve_rounds, curve = d.get("curve_rounds"), d.get("curve")
         return cls(config=FedHDPConfig.from_dict(d["config"]),
-                   metrics={k: decode_floats(v) for k, v in d["metrics"].items()}, per_client_global=None,
-                   per_client_local=None, nonprivate=None, privacy=d["privacy"], wall_time=d["wall_time"],
+                   metrics=_decode_nonfinite(d["metrics"]), per_client_global=None, per_client_local=None,
+                   nonprivate=None, privacy=_decode_nonfinite(d["privacy"]), wall_time=d["wall_time"],
                    curve_rounds=None if curve_rounds is None else np.asarray(curve_rounds),
                    curve=None if curve is None else np.asarray(decode_floats(curve)),
                    never_sampled=d.get("never_sampled", 0), data=d.get("data") or {},
                    stored_clip_final=d.get("clip_final"))
+
+
+def _decode_nonfinite(value):
+    """``value`` (nested mappings and lists) with the non-finite strings of :func:`~fedtrain.encoding.encode` turned
+    back into floats, so that ε = ∞ of the non-private group and an absent group's NaN read back as numbers."""
+    if isinstance(value, dict):
+        return {k: _decode_nonfinite(v) for k, v in value.items()}
+    return decode_floats(value) if isinstance(value, (list, str)) else value
 
 
 # --------------------------------------------------------------------------------------------------
