@@ -50,16 +50,14 @@ def run_configs(configs: Sequence[FedHDPConfig], data_dir: str | None, as_json: 
     if c0.dataset in FILE_DATASETS:
         opts["data_dir"] = data_dir
     data = load_dataset(c0.dataset, **opts)
-    if store is not None:
-        store.check_writable()
-    results = []
-    for c in configs:
-        result = None if store is None else store.get(c, data.identity())
-        if result is None:
-            result = train(c, data)
+    results = [None if store is None else store.get(c, data.identity()) for c in configs]
+    if store is not None and None in results:
+        store.check_writable()  # only when something is left to train: a complete store may be read-only
+    for i, c in enumerate(configs):
+        if results[i] is None:
+            results[i] = train(c, data)
             if store is not None:
-                store.put(result)
-        results.append(result)
+                store.put(results[i])
     summary = {"method": c0.method, "unit": c0.spec.unit, "ratio": c0.effective_ratio, "dataset": c0.dataset,
                "real_data": results[0].data.get("real"), "seeds": [c.seed for c in configs],
                "settings": {k: v for k, v in c0.to_dict().items() if k != "seed"},
