@@ -4,9 +4,9 @@ Grids: ``fig6-fashion`` and ``fig3d-fashion`` (:data:`fedtrain.presets.REAL_IMAG
 :func:`fedtrain.presets.deep_grid` and :func:`fedtrain.sweep.run_sweep` into a
 :class:`fedtrain.results.ResultsStore`), ``claims-fashion`` (:data:`fedtrain.presets.FEDHDP_GRIDS`, through
 :func:`fedtrain.presets.fedhdp_grid` and :func:`fedtrain.fedhdp.experiments.run_experiment`, one JSON file per
-run, filed under its row key: the config's key with the engine version and the data's identity,
-:mod:`fedtrain.fedhdp.store`; a folder written before that keying: ``tools/migrate_fedhdp_keys.py``).  Every finished run is written atomically and skipped on the next start, so the command resumes where it
-stopped; runs are ordered seed by seed, so an interrupted grid has whole seeds first.
+run, filed under its row key in a :class:`fedtrain.results.ResultsStore`: the config's key with the engine version
+and the data's identity; a folder written before that keying: ``tools/migrate_fedhdp_keys.py``).  Every finished
+run is written atomically and skipped on the next start, so the command resumes where it stopped; runs are ordered seed by seed, so an interrupted grid has whole seeds first.
 
 Usage (background, lowest priority, one core; the store lives outside the repository, in
 ``$FEDBOOK_RUNS_DIR`` or ``~/.cache/fedbook-runs``)::
@@ -81,17 +81,18 @@ def _deep(grid: str, folder: Path, seeds, status_only: bool, first=()) -> int:
 def _fedhdp(grid: str, folder: Path, seeds, status_only: bool) -> int:
     from fedtrain.data.registry import load_dataset
     from fedtrain.fedhdp.experiments import run_experiment
-    from fedtrain.fedhdp.store import row_path
     from fedtrain.presets import fedhdp_grid
+    from fedtrain.results import ResultsStore
 
     configs = fedhdp_grid(grid, seeds=seeds)
     configs.sort(key=lambda c: c.seed)
     identity = {name: load_dataset(name).identity() for name in {c.dataset for c in configs}}
-    done = sum(row_path(folder, c, identity[c.dataset]).exists() for c in configs)
+    store = ResultsStore(folder)
+    done = sum(store.has(c, identity[c.dataset]) for c in configs)
     print(f"{grid}: {done} of {len(configs)} runs in {folder} (z = {configs[0].noise_multiplier})", flush=True)
     if status_only:
         return 0
-    run_experiment(configs, folder, log=lambda msg: print(msg, flush=True))
+    run_experiment(configs, store, log=lambda msg: print(msg, flush=True))
     return 0
 
 

@@ -444,10 +444,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.results = str(DEFAULT_WORK_STORE)
     if args.command == "run" and args.method is not None and METHOD_REGISTRY[args.method].unit == CLIENT:
         try:
-            if args.results is not None:
-                raise ValueError("--results stores the runs of the record-level methods; the client-level runs' "
-                                 "store: fedtrain fedhdp-claims --results DIR (fedtrain.fedhdp.experiments)")
-            return fedhdp_cli.run_configs(client_configs_from_args(args), args.data_dir, args.json, out)
+            store = ResultsStore(args.results) if args.results is not None else None
+            return fedhdp_cli.run_configs(client_configs_from_args(args), args.data_dir, args.json, out, store)
         except (ValueError, DatasetNotFoundError, DatasetCorruptError, FileNotFoundError) as exc:
             parser.exit(2, f"fedtrain: error: {exc}\n")
     store = None

@@ -11,7 +11,8 @@ re-exported here:
   (:func:`check_row_key`); a mismatch raises :class:`ResultsStoreError` naming the file;
 * provenance (:mod:`fedtrain.store.provenance`): :func:`provenance`, :func:`git_commit`;
 * the working store (:mod:`fedtrain.store.working`): :class:`ResultsStore`, one row per run, written atomically
-  (:mod:`fedtheory.atomic_io`), resumable;
+  (:mod:`fedtheory.atomic_io`), resumable; it holds both kinds of runs, the record-level runs of the cross-silo
+  engine and the client-level runs of FedHDP and its baselines;
 * the committed store (:mod:`fedtrain.store.committed`): :func:`pack_rows` and the read-only
   :class:`CommittedStore` that the empirical chapters read (through :func:`fedtrain.book_results.committed_store`);
   opening it checks the engine version and the files' SHA-256 and fails with :class:`StaleStoreError`, naming the

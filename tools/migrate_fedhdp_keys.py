@@ -2,15 +2,18 @@
 
 Folders written by :func:`fedtrain.fedhdp.experiments.run_experiment` before its runs were keyed like the results
 store's filed each run as ``<20 hex digits>.json``: the SHA-256 of the configuration's JSON alone, without the
-engine version or the data.  They are now filed under :func:`fedtrain.fedhdp.store.run_key`: the configuration's
+engine version or the data.  They are now filed in a :class:`fedtrain.results.ResultsStore` under
+:func:`fedtrain.results.row_key`: the configuration's
 key (:meth:`FedHDPConfig.key <fedtrain.fedhdp.config.FedHDPConfig.key>`, which holds the engine version) and the
 digest of the identity of the data the run was trained on (recorded in the row).
 
 Each old row is verified before it moves: its stored configuration must round-trip through
 :class:`~fedtrain.fedhdp.config.FedHDPConfig` unchanged, hash to the name it is filed under with the old key, and
 record its data's identity (a row written before identities were recorded names only a file and a checksum that
-the loaders no longer compute, so which data it ran on cannot be checked: it stays, to be recomputed).  A verified row is written atomically under its new key (its numbers untouched; ``key``
-is added) and the old file removed; a row that fails a check is left where it is and reported (exit status 1).
+the loaders no longer compute, so which data it ran on cannot be checked: it stays, to be recomputed), and its
+fields must round-trip through :class:`~fedtrain.fedhdp.trainer.FedHDPResult`.  A verified row is stored
+atomically under its new key (its numbers untouched; ``key`` is added), read back checked, and the old file
+removed; a row that fails a check is left where it is and reported (exit status 1).
 Files with other names are not touched.  Run from the repository root::
 
     python tools/migrate_fedhdp_keys.py FOLDER [--dry-run]
@@ -26,7 +29,8 @@ from pathlib import Path
 
 from fedtrain.data.base import data_identity
 from fedtrain.fedhdp.config import FedHDPConfig
-from fedtrain.fedhdp.store import read_row, row_path, write_row
+from fedtrain.fedhdp.trainer import FedHDPResult
+from fedtrain.results import ResultsStore, row_key
 
 OLD_KEY = re.compile(r"^[0-9a-f]{20}$")
 
@@ -36,8 +40,8 @@ def old_key(config_dict: dict) -> str:
     return hashlib.sha256(json.dumps(config_dict, sort_keys=True).encode()).hexdigest()[:20]
 
 
-def verify(path: Path) -> tuple[dict, Path]:
-    """The row at ``path`` and its new path, or ``ValueError`` saying which check failed."""
+def verify(path: Path) -> tuple[FedHDPResult, str]:
+    """The run stored at ``path`` and its new row key, or ``ValueError`` saying which check failed."""
     row = json.loads(path.read_text())
     config = FedHDPConfig.from_dict(row["config"])
     if config.to_dict() != row["config"]:
@@ -48,31 +52,32 @@ def verify(path: Path) -> tuple[dict, Path]:
     if not identity:  # a row written before identities were recorded: which data it ran on is not known
         raise ValueError("it does not record the identity of its data (written before data identities were "
                          "recorded); recompute the run")
-    identity = data_identity(row["data"])
-    return row, row_path(path.parent, config, identity)
+    result = FedHDPResult.from_dict(row)
+    if result.to_dict() != row:
+        raise ValueError("its fields do not round-trip through FedHDPResult")
+    return result, row_key(config, data_identity(row["data"]))
 
 
 def migrate(folder: str | Path, *, dry_run: bool = False, log=print) -> tuple[int, int]:
     """Re-key every old row of ``folder``; returns ``(moved, refused)``."""
     moved = refused = 0
+    store = ResultsStore(folder)
     for path in sorted(Path(folder).glob("*.json")):
         if not OLD_KEY.match(path.stem):
             continue
         try:
-            row, new = verify(path)
+            result, new = verify(path)
         except (OSError, KeyError, TypeError, ValueError) as exc:
             log(f"{path.name}: left in place ({exc})")
             refused += 1
             continue
-        log(f"{path.name} -> {new.name}" + (" (dry run)" if dry_run else ""))
+        log(f"{path.name} -> {new}.json" + (" (dry run)" if dry_run else ""))
         if dry_run:
             moved += 1
             continue
-        if new.exists():
-            read_row(new)  # the same run, already filed (checked against its key)
-        else:
-            write_row(path.parent, row)
-            read_row(new)
+        if not store.has(new):
+            store.put(result)
+        store.get(new)  # filed (now or before) and checked against its key
         path.unlink()
         moved += 1
     return moved, refused

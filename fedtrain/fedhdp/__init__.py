@@ -5,14 +5,14 @@
 * :mod:`fedtrain.fedhdp.trainer` — :func:`train`, vectorized over a round's clients (``torch.func.vmap``; the
   models are :mod:`fedtrain.models.client`'s);
 * :mod:`fedtrain.fedhdp.accounting` — effective noise multiplier, per-group client-level accounting;
-* :mod:`fedtrain.fedhdp.store` — runs filed under the results store's row keys (engine version, data identity);
 * :mod:`fedtrain.fedhdp.tables` — the paper's tables from results;
 * :mod:`fedtrain.fedhdp.experiments` — the claims' experiments as data, and their checks;
 * :mod:`fedtrain.fedhdp.cli` — the client-level output of ``fedtrain run`` and ``fedtrain fedhdp-claims``.
 
 The cross-silo engine (:mod:`fedtrain.engine`) runs sample-level DP-SGD inside silos (privacy unit: a record of
 a silo); this package runs client-level DP on the model updates (unit: a client), a different mechanism and
-adjacency, so it has its own trainer, reached through the same registry, parser and row keys.
+adjacency, so it has its own trainer, reached through the same registry, parser and results store
+(:class:`fedtrain.results.ResultsStore`, which files both kinds of runs).
 """
 from fedtrain.fedhdp.config import FEDHDP_METHODS, METHOD_LABELS, FedHDPConfig
 

@@ -3,7 +3,9 @@ unit is a client, and ``fedtrain fedhdp-claims``.
 
 ``fedtrain run`` parses every method's flags with one parser (:mod:`fedtrain.cli`; ``fedtrain run --help`` lists
 every method with its privacy unit and its options) and hands the client-level configurations
-(:class:`~fedtrain.fedhdp.config.FedHDPConfig`) to :func:`run_configs`.  Examples::
+(:class:`~fedtrain.fedhdp.config.FedHDPConfig`) to :func:`run_configs`; with ``--results DIR`` each finished run
+is stored in that results store (:class:`~fedtrain.results.ResultsStore`, which holds both kinds of runs) and
+served from it on the next call.  Examples::
 
     fedtrain run --dataset noniid-digits --method fedhdp --ratio 0.05 --lam-private 0.005 --lam-nonprivate 0.005 \\
         --rounds 100 --local-epochs 2 --noise-multiplier 5 --seeds 0,1,2 --json
@@ -27,6 +29,7 @@ from fedtrain.encoding import encode
 from fedtrain.fedhdp.config import FedHDPConfig
 from fedtrain.fedhdp.experiments import SCALES, check_claims, experiment_configs, run_experiment, save_results
 from fedtrain.fedhdp.tables import format_table, table_rows
+from fedtrain.results import ResultsStore
 
 __all__ = ["run_configs", "configure_claims_parser", "run_claims"]
 
@@ -34,8 +37,12 @@ _PRIVACY_KEYS = ("adjacency", "unaccounted", "accountant", "delta", "sample_rate
                  "update_noise_multiplier", "count_noise", "groups", "epsilon")
 
 
-def run_configs(configs: Sequence[FedHDPConfig], data_dir: str | None, as_json: bool, out: TextIO) -> int:
-    """Train ``configs`` (one setting over seeds, on one dataset) and print the table or the JSON summary."""
+def run_configs(configs: Sequence[FedHDPConfig], data_dir: str | None, as_json: bool, out: TextIO,
+                store: ResultsStore | None = None) -> int:
+    """Train ``configs`` (one setting over seeds, on one dataset) and print the table or the JSON summary.
+
+    ``store``: a results store (``--results DIR``); a run it holds for this data is served from it, and each run
+    trained is stored there before the next starts."""
     from fedtrain.fedhdp.trainer import train  # torch: loaded when something trains
 
     c0 = configs[0]
@@ -43,7 +50,14 @@ def run_configs(configs: Sequence[FedHDPConfig], data_dir: str | None, as_json: 
     if c0.dataset in FILE_DATASETS:
         opts["data_dir"] = data_dir
     data = load_dataset(c0.dataset, **opts)
-    results = [train(c, data) for c in configs]
+    results = [None if store is None else store.get(c, data.identity()) for c in configs]
+    if store is not None and None in results:
+        store.check_writable()  # only when something is left to train: a complete store may be read-only
+    for i, c in enumerate(configs):
+        if results[i] is None:
+            results[i] = train(c, data)
+            if store is not None:
+                store.put(results[i])
     summary = {"method": c0.method, "unit": c0.spec.unit, "ratio": c0.effective_ratio, "dataset": c0.dataset,
                "real_data": results[0].data.get("real"), "seeds": [c.seed for c in configs],
                "settings": {k: v for k, v in c0.to_dict().items() if k != "seed"},

@@ -34,8 +34,8 @@ from fedtheory.atomic_io import write_text_atomic
 from fedtrain.data.registry import load_dataset
 from fedtrain.encoding import decode_float
 from fedtrain.fedhdp.config import FEDHDP_METHODS, FedHDPConfig
-from fedtrain.fedhdp.store import read_row, row_path, stored_rows, write_row
-from fedtrain.methods.registry import method_spec
+from fedtrain.methods.registry import CLIENT, method_spec
+from fedtrain.results import ResultsStore
 
 __all__ = ["SCALES", "method_configs", "experiment_configs", "run_experiment", "load_results", "save_results", "ClaimCheck", "check_claims",
            "best_ratio"]
@@ -85,20 +85,20 @@ def experiment_configs(scale: str, dataset: str = "noniid-digits", *, seeds: Seq
     return out
 
 
-def run_experiment(configs: Iterable[FedHDPConfig], store: str | Path | None = None, *, progress: bool = False,
-                   log=None, data_dir: str | None = None) -> list[dict]:
+def run_experiment(configs: Iterable[FedHDPConfig], store: "str | Path | ResultsStore | None" = None, *,
+                   progress: bool = False, log=None, data_dir: str | None = None) -> list[dict]:
     """Run every config (data loaded once per dataset) and return the results' ``to_dict()`` forms.
 
-    ``store``: a folder; each finished run is written there atomically under its row key
-    (:mod:`fedtrain.fedhdp.store`: the config's key, which holds the engine version, and the data's identity)
-    and, when present and checked against its key, read instead of trained, so an interrupted experiment
-    resumes.  ``data_dir``: the folder of the file datasets (default: where the loaders look).
+    ``store``: a results folder (:class:`~fedtrain.results.ResultsStore`, or its path); each finished run is
+    written there atomically under its row key (the config's key, which holds the engine version, and the data's
+    identity) and, when present and checked against its key, read instead of trained, so an interrupted
+    experiment resumes.  ``data_dir``: the folder of the file datasets (default: where the loaders look).
     """
     from fedtrain.fedhdp.trainer import train  # torch: loaded when something trains
 
-    folder = None if store is None else Path(store)
+    folder = None if store is None else store if isinstance(store, ResultsStore) else ResultsStore(store)
     if folder is not None:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.root.mkdir(parents=True, exist_ok=True)
     cache: dict[str, object] = {}
     rows = []
     for c in configs:
@@ -106,13 +106,14 @@ def run_experiment(configs: Iterable[FedHDPConfig], store: str | Path | None = N
         if dkey not in cache:
             opts = dict(c.dataset_options, **({"data_dir": data_dir} if data_dir is not None else {}))
             cache[dkey] = load_dataset(c.dataset, **opts)
-        path = None if folder is None else row_path(folder, c, cache[dkey].identity())
-        if path is not None and path.exists():
-            rows.append(read_row(path))
+        stored = None if folder is None else folder.get(c, cache[dkey].identity())
+        if stored is not None:
+            rows.append(stored.to_dict())
             continue
-        row = train(c, cache[dkey], progress=progress).to_dict()
-        if path is not None:
-            write_row(folder, row)
+        result = train(c, cache[dkey], progress=progress)
+        if folder is not None:
+            folder.put(result)
+        row = result.to_dict()
         if log is not None:
             m = row["metrics"]
             log(f"{c.dataset} {c.method} r={c.effective_ratio:g} seed={c.seed}: acc_g={m['acc_g']:.2f} "
@@ -128,7 +129,7 @@ def load_results(store: str | Path) -> list[dict]:
         return json.loads(path.read_text())["runs"]
     if not path.is_dir():
         raise FileNotFoundError(f"no FedHDP results at {path} (run: fedtrain fedhdp-claims --results {path})")
-    return stored_rows(path)
+    return [r.to_dict() for r in ResultsStore(path).rows(kind=CLIENT)]
 
 
 def save_results(rows: Sequence[dict], path: str | Path, *, scale: str, command: str) -> None:

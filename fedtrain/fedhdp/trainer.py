@@ -40,7 +40,7 @@ from torch.func import grad, vmap
 from fedtrain import ledger as silo_ledger
 from fedtrain.data.base import FederatedData
 from fedtrain.data.registry import load_dataset
-from fedtrain.encoding import encode
+from fedtrain.encoding import decode_floats, encode
 from fedtrain.fedhdp.accounting import (CLIENT_ADJACENCY, UNACCOUNTED, check_group_delta,
                                         effective_noise_multiplier, group_epsilon, update_noise_multiplier)
 from fedtrain.fedhdp.config import FedHDPConfig
@@ -190,9 +190,9 @@ class FedHDPResult:
 
     config: FedHDPConfig
     metrics: dict
-    per_client_global: np.ndarray
-    per_client_local: np.ndarray
-    nonprivate: np.ndarray
+    per_client_global: np.ndarray | None
+    per_client_local: np.ndarray | None
+    nonprivate: np.ndarray | None
     privacy: dict
     wall_time: float
     curve_rounds: np.ndarray | None = None
@@ -202,16 +202,48 @@ class FedHDPResult:
     data: dict = field(default_factory=dict)
     global_model: np.ndarray | None = None
     personal_models: np.ndarray | None = None
+    #: The last round's clipping norm where :attr:`clip_history` is not kept (a result read back by
+    #: :meth:`from_dict`); ``None`` otherwise.
+    stored_clip_final: float | None = None
 
     @property
     def label(self) -> str:
         return self.config.spec.label
 
+    @property
+    def clip_final(self) -> float | None:
+        """The clipping norm after the last round (``None`` if the run kept no clipping history)."""
+        return float(self.clip_history[-1]) if self.clip_history is not None else self.stored_clip_final
+
     def to_dict(self) -> dict:
+        """The JSON-safe row: config, label, metrics, privacy, time, curve, data summary and final clipping norm
+        (no per-client arrays, no models)."""
         return encode({"config": self.config.to_dict(), "label": self.label, "metrics": self.metrics,
                        "privacy": self.privacy, "wall_time": self.wall_time, "never_sampled": self.never_sampled,
                        "curve_rounds": self.curve_rounds, "curve": self.curve, "data": self.data,
-                       "clip_final": None if self.clip_history is None else float(self.clip_history[-1])})
+                       "clip_final": self.clip_final})
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "FedHDPResult":
+        """Inverse of :meth:`to_dict` for what it keeps: the per-client accuracies, the opt-out set, the clipping
+        history and the models are not in a row and come back as ``None`` (``to_dict`` of the result is ``d``
+        without the fields it does not write, such as the results store's ``key``)."""
+        curve_rounds, curve = d.get("curve_rounds"), d.get("curve")
+        return cls(config=FedHDPConfig.from_dict(d["config"]),
+                   metrics=_decode_nonfinite(d["metrics"]), per_client_global=None, per_client_local=None,
+                   nonprivate=None, privacy=_decode_nonfinite(d["privacy"]), wall_time=d["wall_time"],
+                   curve_rounds=None if curve_rounds is None else np.asarray(curve_rounds),
+                   curve=None if curve is None else np.asarray(decode_floats(curve)),
+                   never_sampled=d.get("never_sampled", 0), data=d.get("data") or {},
+                   stored_clip_final=d.get("clip_final"))
+
+
+def _decode_nonfinite(value):
+    """``value`` (nested mappings and lists) with the non-finite strings of :func:`~fedtrain.encoding.encode` turned
+    back into floats, so that ε = ∞ of the non-private group and an absent group's NaN read back as numbers."""
+    if isinstance(value, dict):
+        return {k: _decode_nonfinite(v) for k, v in value.items()}
+    return decode_floats(value) if isinstance(value, (list, str)) else value
 
 
 # --------------------------------------------------------------------------------------------------

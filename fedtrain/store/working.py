@@ -21,6 +21,15 @@ last rename wins; rows of different keys never collide.  A sweep skips every con
 (:meth:`ResultsStore.has`), so re-running it resumes where it stopped.  Rows written by another
 :data:`~fedtrain.config.ENGINE_VERSION` have other keys; :meth:`ResultsStore.rows` skips them, and files not named by
 a row key are ignored.
+
+The store holds both kinds of runs (:func:`~fedtrain.store.keys.row_kind`, from the stored config's method and its
+privacy unit in the method registry): the cross-silo runs above and the client-level runs (FedHDP and its
+baselines: :class:`~fedtrain.fedhdp.config.FedHDPConfig` → :class:`~fedtrain.fedhdp.trainer.FedHDPResult`), keyed
+alike.  A client-level row is :meth:`FedHDPResult.to_dict <fedtrain.fedhdp.trainer.FedHDPResult.to_dict>` plus its
+``key``, written in that order with non-finite floats as ``NaN``/``Infinity`` (the format of the client-level
+folders written before the two stores were one, read and written unchanged); it records no engine version, which
+its key holds.  ``get``, ``has`` and ``put`` take either kind; :meth:`ResultsStore.rows` yields the record-level
+runs unless asked for the other kind (``kind="client"``).
 """
 from __future__ import annotations
 
@@ -34,12 +43,15 @@ from typing import TYPE_CHECKING, Any, Iterator
 from fedtheory.atomic_io import STALE_TEMP_SECONDS, remove_stale_temps, write_text_atomic
 from fedtrain.config import ENGINE_VERSION, RunConfig
 from fedtrain.data.base import identity_digest
-from fedtrain.store.keys import ROW_KEY_PATTERN, ResultsStoreError, check_row_key, result_row_key
+from fedtrain.fedhdp.config import FedHDPConfig
+from fedtrain.methods.registry import CLIENT, PRIVACY_UNITS, RECORD
+from fedtrain.store.keys import ROW_KEY_PATTERN, ResultsStoreError, check_row_key, result_row_key, row_kind
 from fedtrain.store.layout import DEFAULT_WORK_STORE, MANIFEST, shown_path
 from fedtrain.store.provenance import git_commit, provenance
 
 if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.engine import RunResult
+    from fedtrain.fedhdp.trainer import FedHDPResult
 
 __all__ = ["ResultsStore", "STALE_TEMP_SECONDS"]
 
@@ -85,7 +97,7 @@ class ResultsStore:
     def _path(self, key: str) -> Path:
         return self.root / f"{key}.json"
 
-    def _candidates(self, config_or_key: RunConfig | str, identity: "dict | None" = None) -> list[Path]:
+    def _candidates(self, config_or_key: "RunConfig | FedHDPConfig | str", identity: "dict | None" = None) -> list[Path]:
         """Row files of a row key, or of a configuration (or config key) on data ``identity`` (any data if None)."""
         if isinstance(config_or_key, str) and ROW_KEY_PATTERN.match(config_or_key):
             return [self._path(config_or_key)]
@@ -96,7 +108,7 @@ class ResultsStore:
             return []
         return sorted(p for p in self.root.glob(f"{ck}-*.json") if ROW_KEY_PATTERN.match(p.stem))
 
-    def _find(self, config_or_key: RunConfig | str, identity: "dict | None" = None) -> Path | None:
+    def _find(self, config_or_key: "RunConfig | FedHDPConfig | str", identity: "dict | None" = None) -> Path | None:
         paths = [p for p in self._candidates(config_or_key, identity) if p.exists()]
         if not paths:
             return None
@@ -106,13 +118,16 @@ class ResultsStore:
                                     "data (identity=, or a row key)")
         return paths[0]
 
-    def has(self, config_or_key: RunConfig | str, identity: "dict | None" = None) -> bool:
+    def has(self, config_or_key: "RunConfig | FedHDPConfig | str", identity: "dict | None" = None) -> bool:
         """Whether the run is finished (its row exists): a row key, or a configuration on data ``identity``
         (:meth:`fedtrain.data.base.FederatedData.identity`; ``None``: on any data)."""
         return any(p.exists() for p in self._candidates(config_or_key, identity))
 
-    def get(self, config_or_key: RunConfig | str, identity: "dict | None" = None) -> "RunResult | None":
-        """The stored run (checked against the key it is filed under), or ``None``."""
+    def get(self, config_or_key: "RunConfig | FedHDPConfig | str",
+            identity: "dict | None" = None) -> "RunResult | FedHDPResult | None":
+        """The stored run (checked against the key it is filed under), or ``None``: a
+        :class:`~fedtrain.engine.RunResult` or, for a client-level row, a
+        :class:`~fedtrain.fedhdp.trainer.FedHDPResult` (without the per-client arrays a row does not keep)."""
         path = self._find(config_or_key, identity)
         if path is None:
             return None
@@ -132,11 +147,15 @@ class ResultsStore:
         return row
 
     @staticmethod
-    def _decode(path: Path, row: dict) -> "RunResult":
-        from fedtrain.engine import RunResult
-
+    def _decode(path: Path, row: dict) -> "RunResult | FedHDPResult":
         check_row_key(row, path.stem, str(path))
         try:
+            if row_kind(row) == CLIENT:
+                from fedtrain.fedhdp.trainer import FedHDPResult  # torch: loaded when a client-level row is read
+
+                return FedHDPResult.from_dict(row)
+            from fedtrain.engine import RunResult
+
             return RunResult.from_dict(row)
         except (KeyError, TypeError, ValueError) as exc:
             raise ResultsStoreError(f"results store row {path} cannot be read back ({exc}); delete it to recompute "
@@ -147,20 +166,23 @@ class ResultsStore:
         self._swept = True
         remove_stale_temps(self.root, ".*.json.tmp-*", older_than=STALE_TEMP_SECONDS)
 
-    def put(self, result: "RunResult") -> "RunResult":
-        """Store a finished run atomically under :func:`result_row_key` and return it.
+    def put(self, result: "RunResult | FedHDPResult") -> "RunResult | FedHDPResult":
+        """Store a finished run of either kind atomically under :func:`result_row_key` and return it.
 
         A failed write raises :class:`ResultsStoreError` naming the file; the rows already stored stay."""
         key = result_row_key(result)
         path = self._path(key)
-        row = result.to_dict()
-        row["key"], row["config_key"] = key, result.config.key()
-        row["engine_version"] = ENGINE_VERSION
-        row["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        if self._commit is None:
-            self._commit = git_commit()
-        row["provenance"] = provenance(self.command, seconds=result.wall_time, commit=self._commit)
-        text = json.dumps(row, sort_keys=True, allow_nan=False)
+        if isinstance(result.config, FedHDPConfig):  # the client-level rows' format (module docstring)
+            text = json.dumps({**result.to_dict(), "key": key}, allow_nan=True)
+        else:
+            row = result.to_dict()
+            row["key"], row["config_key"] = key, result.config.key()
+            row["engine_version"] = ENGINE_VERSION
+            row["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            if self._commit is None:
+                self._commit = git_commit()
+            row["provenance"] = provenance(self.command, seconds=result.wall_time, commit=self._commit)
+            text = json.dumps(row, sort_keys=True, allow_nan=False)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             if not self._swept:
@@ -187,15 +209,22 @@ class ResultsStore:
         return {k.split("-")[0] for k in self.keys()}
 
     def __contains__(self, config_or_key: object) -> bool:
-        return isinstance(config_or_key, (str, RunConfig)) and self.has(config_or_key)
+        return isinstance(config_or_key, (str, RunConfig, FedHDPConfig)) and self.has(config_or_key)
 
-    def rows(self, **where: Any) -> Iterator["RunResult"]:
-        """Every stored run of this engine version, optionally filtered on config fields or method options
-        (``store.rows(method="mrmtl", dataset="school")``)."""
+    def rows(self, kind: str = RECORD, **where: Any) -> "Iterator[RunResult | FedHDPResult]":
+        """Every stored run of this engine version and of ``kind`` (the privacy unit of its method: ``"record"``,
+        the cross-silo runs, or ``"client"``), optionally filtered on config fields or method options
+        (``store.rows(method="mrmtl", dataset="school")``).
+
+        A record-level row records its engine version and rows of another are skipped; a client-level row's
+        engine version is in its key only, and one that does not hash to its key (another engine version, or a
+        file copied over another) raises :class:`ResultsStoreError` naming the file."""
+        if kind not in PRIVACY_UNITS:
+            raise ValueError(f"kind must be one of {', '.join(map(repr, PRIVACY_UNITS))} (got {kind!r})")
         for key in self.keys():
             path = self._path(key)
             row = self._read(path)
-            if row.get("engine_version") != ENGINE_VERSION:
+            if row_kind(row) != kind or (kind == RECORD and row.get("engine_version") != ENGINE_VERSION):
                 continue
             result = self._decode(path, row)
             if all(getattr(result.config, k, None) == v for k, v in where.items()):

@@ -79,7 +79,7 @@ def test_the_config_refuses_an_option_of_another_method():
 # ------------------------------------------------------------------------------------------ keys
 def test_row_key_changes_with_the_engine_version(monkeypatch):
     import fedtrain.config as config_module
-    from fedtrain.fedhdp.store import run_key
+    from fedtrain.results import row_key as run_key
 
     c = cfg(method="fedhdp", ratio=0.2)
     ident = load_dataset("noniid-digits", **SMALL).identity()
