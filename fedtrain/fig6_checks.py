@@ -12,8 +12,8 @@ Each method is taken at its best (λ, η) for the cell, as the paper does (hyper
 metric, the tuning not charged to privacy).  A fourth check, (d), is about the grid, not the paper: every best λ of
 MR-MTL and of the warm-started MR-MTL must lie strictly inside the λ grid, or the "best" is only the grid's edge.
 
-Comparisons are made in standard errors over seeds: "a matches b" means |a − b| ≤ max(``tol``, 2 SE of the
-difference); "a beats b" means a − b > −max(``tol``, 2 SE) (a is not worse beyond noise).  With two seeds the SE is
+Comparisons are made in standard errors (SE) over seeds, SE of the difference: "a matches b" means
+``abs(a - b) <= max(tol, 2 SE)``; "a beats b" means ``a - b > -max(tol, 2 SE)`` (a is not worse beyond noise).  With two seeds the SE is
 rough; the details printed with each check give the numbers so that a reader can judge.
 """
 from __future__ import annotations
