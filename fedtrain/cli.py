@@ -104,7 +104,8 @@ def _run_advise(args: argparse.Namespace) -> int:
 _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {
     "advise": ("predict MR-MTL's lambda* from the linear-regression theory (--check: sweep it)",
                _configure_advise, _run_advise),
-    "fedhdp-claims": ("FedHDP's claims 1-4 on the non-IID digits (tables and checks; resumable)",
+    "fedhdp-claims": ("FedHDP's claims: on the non-IID digits (--scale, trained, resumable) or a real-image grid "
+                      "(--grid, served from its store); tables and checks",
                       fedhdp_cli.configure_claims_parser, fedhdp_cli.run_claims),
 }
 

@@ -35,12 +35,22 @@ PAPER_SAMPLES_PER_CLIENT = 30
 
 
 def nonprivate_distinct_share(data: FederatedData) -> tuple[int, int, float]:
-    """``(distinct images the opted-out clients hold, distinct training images overall, share)``, counted on the
-    images' indices in the source pool (``info["client_train_index"]``)."""
-    idx = data.info["client_train_index"]
+    """``(distinct images the opted-out clients hold, distinct training images overall, share)``.
+
+    Counted on the images' indices in the source pool where the construction records them
+    (``info["client_train_index"]``, this module), else on the images' content (identical pixel rows count once:
+    ``noniid-digits``, whose clients draw with replacement).  The opted-out clients are ``info["nonprivate_clients"]``.
+    """
     nonpriv = data.info["nonprivate_clients"]
-    held = np.unique(np.concatenate([idx[j] for j in nonpriv]))
-    total = np.unique(np.concatenate(list(idx)))
+    idx = data.info.get("client_train_index")
+    if idx is not None:
+        held = np.unique(np.concatenate([idx[j] for j in nonpriv]))
+        total = np.unique(np.concatenate(list(idx)))
+        return int(held.size), int(total.size), float(held.size / total.size)
+    rows = lambda xs: np.ascontiguousarray(np.concatenate(xs)).view(  # noqa: E731  one void item per image
+        np.dtype((np.void, np.asarray(xs[0]).dtype.itemsize * np.asarray(xs[0]).shape[1])))
+    held = np.unique(rows([data.train_x[j] for j in nonpriv]))
+    total = np.unique(rows(list(data.train_x)))
     return int(held.size), int(total.size), float(held.size / total.size)
 
 

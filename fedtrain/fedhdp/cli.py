@@ -11,6 +11,13 @@ served from it on the next call.  Examples::
         --rounds 100 --local-epochs 2 --noise-multiplier 5 --seeds 0,1,2 --json
     fedtrain run --dataset noniid-digits-skewed --method dp-fedavg --rounds 100 -D num_clients=400
     fedtrain fedhdp-claims --scale claims --results results/fedhdp-claims
+    fedtrain fedhdp-claims --grid claims-fashion --results ~/.cache/fedbook-runs/claims-fashion \
+        --save book/data/fedhdp_claims_fashion.json
+
+``--grid`` (a real-image grid of :data:`fedtrain.presets.FEDHDP_GRIDS`) serves every run from the store given with
+``--results`` and trains nothing (the grid is computed by ``benchmarks/run_real_image_grids.py``); it refuses an
+incomplete grid unless ``--partial`` is given, and ``--save`` then records its provenance
+(:func:`~fedtrain.fedhdp.experiments.grid_provenance`).
 
 Privacy is client-level (add/remove one client of the private group), accounted per group; ``--json`` prints the
 mean, sample standard deviation and values over seeds of every metric, ε per group, and the settings.
@@ -27,7 +34,8 @@ import numpy as np
 from fedtrain.data.registry import FILE_DATASETS, load_dataset
 from fedtrain.encoding import encode
 from fedtrain.fedhdp.config import FedHDPConfig
-from fedtrain.fedhdp.experiments import SCALES, check_claims, experiment_configs, run_experiment, save_results
+from fedtrain.fedhdp.experiments import (SCALES, check_claims, experiment_configs, grid_provenance, grid_rows,
+                                         run_experiment, save_results)
 from fedtrain.fedhdp.tables import format_table, table_rows
 from fedtrain.results import ResultsStore
 
@@ -83,28 +91,77 @@ def run_configs(configs: Sequence[FedHDPConfig], data_dir: str | None, as_json: 
 
 def configure_claims_parser(p: argparse.ArgumentParser) -> None:
     """``fedtrain fedhdp-claims``'s arguments."""
-    p.add_argument("--scale", choices=tuple(SCALES), default="claims", help="experiment scale (default claims)")
-    p.add_argument("--results", default=None, help="folder storing each finished run (resumable)")
+    from fedtrain.presets import FEDHDP_GRIDS
+
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--scale", choices=tuple(SCALES), default=None,
+                       help="experiment scale on the non-IID digits, trained where the store lacks a run "
+                            "(default claims)")
+    which.add_argument("--grid", choices=tuple(FEDHDP_GRIDS), default=None,
+                       help="a real-image grid, served from --results (trains nothing)")
+    p.add_argument("--results", default=None, help="folder storing each finished run (resumable); required "
+                   "with --grid")
+    p.add_argument("--partial", action="store_true", help="with --grid: use the runs present when some are "
+                   "missing (the saved file records how many)")
+    p.add_argument("--rows-commit", default=None, help="with --grid --save: the commit(s) of the code that "
+                   "computed the rows, recorded in the file's provenance (the rows do not record it)")
     p.add_argument("--json", action="store_true", help="print the tables' rows and the checks as JSON")
     p.add_argument("--save", default=None, help="also write all runs to this JSON file (the chapter reads "
-                   "book/data/fedhdp_claims.json)")
+                   "book/data/fedhdp_claims.json and book/data/fedhdp_claims_fashion.json)")
+
+
+def _grid_command(args: argparse.Namespace) -> str:
+    """The command line that regenerates the grid's file (a store under the home folder written with ``~``)."""
+    from pathlib import Path
+
+    store = str(args.results)
+    home = str(Path.home())
+    if store == home or store.startswith(home + "/"):
+        store = "~" + store[len(home):]
+    parts = ["fedtrain fedhdp-claims", f"--grid {args.grid}", f"--results {store}"]
+    parts += ["--partial"] if args.partial else []
+    return " ".join(parts + ([f"--save {args.save}"] if args.save else []))
 
 
 def run_claims(args: argparse.Namespace) -> int:
     """``fedtrain fedhdp-claims``: the claims' experiment, its tables and checks; returns the exit status."""
-    configs = experiment_configs(args.scale, "noniid-digits") + experiment_configs(args.scale, "noniid-digits-skewed")
-    rows = run_experiment(configs, args.results, log=lambda s: print(s, file=sys.stderr, flush=True))
-    if args.save:
-        save_results(rows, args.save, scale=args.scale, command=f"fedtrain fedhdp-claims --scale {args.scale}")
-    checks = check_claims(rows)
-    tables = {ds: table_rows([r for r in rows if r["config"]["dataset"] == ds])
-              for ds in ("noniid-digits", "noniid-digits-skewed")}
+    if args.grid is not None:
+        from fedtrain.presets import FEDHDP_GRIDS, fedhdp_grid
+
+        if args.results is None:
+            print(f"fedtrain fedhdp-claims: --grid {args.grid} needs --results DIR, the store the grid was computed "
+                  f"into (python benchmarks/run_real_image_grids.py {args.grid})", file=sys.stderr)
+            return 2
+        configs = fedhdp_grid(args.grid)
+        rows, missing = grid_rows(configs, args.results)
+        if missing and not args.partial:
+            print(f"fedtrain fedhdp-claims: the store {args.results} holds {len(rows)} of the {len(configs)} runs of "
+                  f"grid {args.grid}; refusing to use an incomplete grid. Compute the rest with "
+                  f"'python benchmarks/run_real_image_grids.py {args.grid} --store {args.results}', or pass "
+                  f"--partial to use the runs present.", file=sys.stderr)
+            return 2
+        datasets = tuple(FEDHDP_GRIDS[args.grid]["datasets"])
+        label, target = f"grid {args.grid}", FEDHDP_GRIDS[args.grid]["target_epsilon"]
+        if args.save:
+            save_results(rows, args.save, grid=args.grid, command=_grid_command(args),
+                         provenance=grid_provenance(rows, args.grid, command=_grid_command(args),
+                                                    rows_commit=args.rows_commit, missing=len(missing)))
+    else:
+        scale = args.scale or "claims"
+        datasets = ("noniid-digits", "noniid-digits-skewed")
+        configs = [c for ds in datasets for c in experiment_configs(scale, ds)]
+        rows = run_experiment(configs, args.results, log=lambda s: print(s, file=sys.stderr, flush=True))
+        label, target = f"scale {scale}", None
+        if args.save:
+            save_results(rows, args.save, scale=scale, command=f"fedtrain fedhdp-claims --scale {scale}")
+    checks = check_claims(rows, plain=datasets[0], skewed=datasets[1], epsilon_target=target)
+    tables = {ds: table_rows([r for r in rows if r["config"]["dataset"] == ds]) for ds in datasets}
     if args.json:
-        print(json.dumps(encode({"scale": args.scale, "tables": tables,
-                                 "checks": [c.__dict__ for c in checks]})))
+        print(json.dumps(encode({("grid" if args.grid else "scale"): args.grid or args.scale or "claims",
+                                 "tables": tables, "checks": [c.__dict__ for c in checks]})))
         return 0
     for ds, t in tables.items():
-        print(format_table(t, title=f"{ds} (scale {args.scale})"), end="\n\n")
+        print(format_table(t, title=f"{ds} ({label})"), end="\n\n")
     for c in checks:
         print(f"[{'holds' if c.holds else 'FAILS'}] claim {c.claim}: {c.detail}")
     return 0
