@@ -140,6 +140,11 @@ def run_claims(args: argparse.Namespace) -> int:
                   f"'python benchmarks/run_real_image_grids.py {args.grid} --store {args.results}', or pass "
                   f"--partial to use the runs present.", file=sys.stderr)
             return 2
+        if not rows:
+            print(f"fedtrain fedhdp-claims: the store {args.results} holds none of the {len(configs)} runs of grid "
+                  f"{args.grid} (compute them with 'python benchmarks/run_real_image_grids.py {args.grid} --store "
+                  f"{args.results}')", file=sys.stderr)
+            return 2
         datasets = tuple(FEDHDP_GRIDS[args.grid]["datasets"])
         label, target = f"grid {args.grid}", FEDHDP_GRIDS[args.grid]["target_epsilon"]
         if args.save:
