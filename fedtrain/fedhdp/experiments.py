@@ -46,7 +46,7 @@ from fedtrain.methods.registry import CLIENT, method_spec
 from fedtrain.results import ResultsStore
 
 __all__ = ["PAPER_TABLE2", "SCALES", "method_configs", "experiment_configs", "run_experiment", "grid_rows", "load_results",
-           "load_provenance", "grid_provenance", "save_results", "ClaimCheck", "check_claims", "best_ratio"]
+           "load_provenance", "grid_provenance", "grid_setting", "opted_out_share", "save_results", "ClaimCheck", "check_claims", "best_ratio"]
 
 #: The paper's Table 2 (non-IID MNIST and its skewed variant, ε = 3.6 at δ = 1e-4, 500 rounds, one run per cell):
 #: FedHDP's best r and its ``acc_g``, ``delta_g`` and ``delta_l`` there, the baselines' ``acc_g`` and FedHDP's
@@ -228,6 +228,47 @@ def grid_provenance(rows: Sequence[dict], grid: str, *, command: str, rows_commi
                             "total": float(wall.sum()),
                             "note": "each run's wall-clock time (the row's wall_time), one thread, on a shared CPU"},
     }
+
+
+def grid_setting(rows: Sequence[dict], provenance: dict) -> str:
+    """One line stating a saved grid's setting (what a table or figure of it must say next to it): clients and the
+    opted-out share, rounds and local epochs, q, z, the ε spent with its δ, accountant and adjacency, and the seeds."""
+    clients = _one([sum(int(g["clients"]) for g in r["privacy"]["groups"].values()) for r in rows], "client count")
+    opted = _one([r["data"]["info"]["nonprivate_fraction"] for r in rows], "opted-out fraction")
+    epochs = _one([r["config"]["local_epochs"] for r in rows], "local epochs")
+    p = provenance
+    return (f"{clients:,} clients ({opted:.0%} opted out), T = {p['rounds']} rounds of E = {epochs} local epochs, "
+            f"q = {p['sample_rate']:g}, z = {p['noise_multiplier']:g}: ε = {p['epsilon_spent']:.2f} "
+            f"(target {p['target_epsilon']:g}) at δ = {p['delta']:g}, {p['accountant'].upper()} accountant, "
+            f"client-level add/remove adjacency; {len(p['seeds'])} seeds")
+
+
+def opted_out_share(dataset: str, rows: Sequence[dict] = (), *, data_dir: str | None = None) -> dict:
+    """The share of the distinct training images that the opted-out clients of ``dataset`` hold.
+
+    Counted on the data as loaded now (:func:`fedtrain.data.noniid_fashion.nonprivate_distinct_share`, with the
+    dataset's default options) and checked against what ``rows`` of that dataset recorded when they trained
+    (``data.info``; ``ValueError`` if they differ).  Where a file dataset is absent
+    (:class:`~fedtrain.data.files.DatasetNotFoundError`) the recorded count is returned, with
+    ``source="recorded"``.  Returns ``held``, ``total``, ``share`` and ``source``."""
+    from fedtrain.data.files import DatasetNotFoundError
+    from fedtrain.data.noniid_fashion import nonprivate_distinct_share
+
+    recorded = {(r["data"]["info"].get("nonprivate_distinct_images"), r["data"]["info"].get("distinct_train_images"))
+                for r in rows if r["config"]["dataset"] == dataset and "info" in r.get("data", {})}
+    recorded.discard((None, None))
+    try:
+        data = load_dataset(dataset, **({"data_dir": data_dir} if data_dir is not None else {}))
+    except DatasetNotFoundError:
+        if len(recorded) != 1:
+            raise
+        held, total = recorded.pop()
+        return {"held": int(held), "total": int(total), "share": held / total, "source": "recorded"}
+    held, total, share = nonprivate_distinct_share(data)
+    if recorded and recorded != {(held, total)}:
+        raise ValueError(f"rows of {dataset!r} recorded (opted-out images, images) = {sorted(recorded)}, but the data "
+                         f"loaded now give {(held, total)}")
+    return {"held": held, "total": total, "share": share, "source": "data"}
 
 
 def save_results(rows: Sequence[dict], path: str | Path, *, command: str, scale: str | None = None,
