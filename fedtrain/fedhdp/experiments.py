@@ -43,7 +43,7 @@ from fedtrain.data.registry import load_dataset
 from fedtrain.encoding import decode_float
 from fedtrain.fedhdp.config import FEDHDP_METHODS, FedHDPConfig
 from fedtrain.methods.registry import CLIENT, method_spec
-from fedtrain.results import ResultsStore
+from fedtrain.results import ResultsStore, row_key
 
 __all__ = ["PAPER_TABLE2", "SCALES", "method_configs", "experiment_configs", "run_experiment", "grid_rows", "load_results",
            "load_provenance", "grid_provenance", "grid_setting", "opted_out_share", "save_results", "ClaimCheck", "check_claims", "best_ratio"]
@@ -142,7 +142,8 @@ def run_experiment(configs: Iterable[FedHDPConfig], store: "str | Path | Results
 
 def grid_rows(configs: Sequence[FedHDPConfig], store: "str | Path | ResultsStore", *,
               data_dir: str | None = None) -> tuple[list[dict], list[FedHDPConfig]]:
-    """The stored rows of ``configs`` (in their order) and the configs the store lacks; trains nothing.
+    """The stored rows of ``configs`` (in their order, each with the ``key`` it is filed under) and the configs the
+    store lacks; trains nothing.
 
     A row is found under its row key (the config's key and the identity of the data as loaded now), so a row
     computed on other data or by another engine version counts as missing."""
@@ -158,7 +159,7 @@ def grid_rows(configs: Sequence[FedHDPConfig], store: "str | Path | ResultsStore
         if stored is None:
             missing.append(c)
         else:
-            rows.append(stored.to_dict())
+            rows.append({**stored.to_dict(), "key": row_key(c, identity[dkey])})
     return rows, missing
 
 
