@@ -46,7 +46,8 @@ from fedtrain.methods.registry import CLIENT, method_spec
 from fedtrain.results import ResultsStore, row_key
 
 __all__ = ["PAPER_TABLE2", "SCALES", "method_configs", "experiment_configs", "run_experiment", "grid_rows", "load_results",
-           "load_provenance", "grid_provenance", "grid_setting", "opted_out_share", "save_results", "ClaimCheck", "check_claims", "best_ratio"]
+           "load_provenance", "grid_provenance", "grid_setting", "opted_out_share", "save_results", "ClaimCheck", "check_claims", "format_checks",
+           "best_ratio", "paper_comparison"]
 
 #: The paper's Table 2 (non-IID MNIST and its skewed variant, ε = 3.6 at δ = 1e-4, 500 rounds, one run per cell):
 #: FedHDP's best r and its ``acc_g``, ``delta_g`` and ``delta_l`` there, the baselines' ``acc_g`` and FedHDP's
@@ -417,3 +418,41 @@ def check_claims(rows: Sequence[dict], plain: str = "noniid-digits",
                                   f"largest ε {rec.max():.4f} ({acc.upper()}, δ={delta:g}, client-level add/remove; "
                                   f"PLD: {pld:.4f}), recomputed from the released rounds in {len(private)} runs"))
     return out
+
+
+def format_checks(checks: Sequence[ClaimCheck]) -> str:
+    """The checks as a Markdown table: claim, whether it holds (yes / no), and the numbers compared."""
+    return "| claim | holds | measured (mean over seeds; ± SE) |\n|---|---|---|\n" + "\n".join(
+        f"| {c.claim} | {'yes' if c.holds else '**no**'} | {c.detail} |" for c in checks)
+
+
+def paper_comparison(rows: Sequence[dict], plain: str, skewed: str) -> str:
+    """A Markdown table setting the paper's Table 2 (:data:`PAPER_TABLE2`) next to ``rows``: per dataset FedHDP's
+    best r and, there, ``Acc_g``, ``Δ_g`` and ``Δ_l``; the baselines' ``Acc_g``; FedHDP's ``Acc_g`` at r = 0.  The
+    values from ``rows`` are means ± sd over seeds (``ddof=1``); the paper's are single runs."""
+    fedhdp = _ratio_method()
+
+    def here(ds, method, key, ratio=None):
+        m, se, n = _ms(_by(rows, ds, method, ratio), key)
+        return f"{m:.2f} ± {se * math.sqrt(n):.2f}" if n > 1 else f"{m:.2f}"
+
+    lines = ["| quantity | paper: non-IID MNIST | here: " + plain + " | paper: skewed MNIST | here: " + skewed + " |",
+             "|---|---|---|---|---|"]
+    best = {"plain": best_ratio(rows, plain), "skewed": best_ratio(rows, skewed)}
+    ds = {"plain": plain, "skewed": skewed}
+    cells = [("FedHDP's best r (grid)", lambda k: f"{PAPER_TABLE2[k]['best_r']:g}", lambda k: f"{best[k]:g}")]
+    for key, label in (("acc_g", "FedHDP Acc_g at its best r"), ("delta_g", "Δ_g at its best r"),
+                       ("delta_l", "Δ_l at its best r")):
+        paper_key = "fedhdp_acc_g" if key == "acc_g" else key
+        cells.append((label, lambda k, pk=paper_key: f"{PAPER_TABLE2[k][pk]:g}",
+                      lambda k, key=key: here(ds[k], fedhdp, key, best[k])))
+    for method in FEDHDP_METHODS:
+        if method_spec(method).takes_ratio:
+            continue
+        cells.append((f"{method_spec(method).label} Acc_g", lambda k, m=method: f"{PAPER_TABLE2[k][m]:g}",
+                      lambda k, m=method: here(ds[k], m, "acc_g")))
+    cells.append(("FedHDP Acc_g at r = 0", lambda k: f"{PAPER_TABLE2[k]['r0_acc_g']:g}",
+                  lambda k: here(ds[k], fedhdp, "acc_g", 0.0)))
+    for label, paper, ours in cells:
+        lines.append(f"| {label} | {paper('plain')} | {ours('plain')} | {paper('skewed')} | {ours('skewed')} |")
+    return "\n".join(lines)
