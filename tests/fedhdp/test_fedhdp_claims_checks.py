@@ -126,3 +126,33 @@ def test_opted_out_share_of_distinct_images_counted_by_content():
     assert total == len(np.unique(flat, axis=0)) and 0 < held <= total and share == held / total
     mine = np.concatenate([d.train_x[j] for j in d.info["nonprivate_clients"]])
     assert held == len(np.unique(mine, axis=0))
+
+
+def test_the_digit_scale_still_runs_from_its_store(tmp_path, monkeypatch, capsys):
+    """``fedtrain fedhdp-claims --scale claims`` serves the committed digit runs from a store holding them (trains
+    nothing), checks claims 1-5 and saves the scale's file."""
+    import json
+    from pathlib import Path
+
+    from fedtrain.cli import main
+    from fedtrain.fedhdp import trainer
+    from fedtrain.fedhdp.experiments import load_provenance, load_results
+    from fedtrain.fedhdp.trainer import FedHDPResult
+    from fedtrain.results import ResultsStore
+
+    rows = load_results(Path(__file__).resolve().parents[2] / "book" / "data" / "fedhdp_claims.json")
+    store = ResultsStore(tmp_path / "store")
+    for r in rows:
+        store.put(FedHDPResult.from_dict(r))
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a stored run was trained again")
+
+    monkeypatch.setattr(trainer, "train", no_training)
+    out = tmp_path / "digits.json"
+    assert main(["fedhdp-claims", "--scale", "claims", "--results", str(store.root), "--save", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "[holds] claim 4" in text and "claim 5 (noniid-digits)" in text and "claim 6" not in text
+    assert load_provenance(out) == {"scale": "claims", "command": "fedtrain fedhdp-claims --scale claims"}
+    key = lambda rs: sorted(json.dumps([r["config"], r["metrics"]], sort_keys=True) for r in rs)  # noqa: E731
+    assert key(load_results(out)) == key(rows)
