@@ -94,7 +94,7 @@ def test_recorded_epsilon_is_within_target_and_recomputes(rows, prov):
     tight PLD accountant's ε of the same mechanism."""
     from opacus.accountants import RDPAccountant
 
-    spent = []
+    spent, independent = [], {}
     for r in rows:
         p = r["privacy"]
         if "private" not in p["groups"]:
@@ -110,9 +110,11 @@ def test_recorded_epsilon_is_within_target_and_recomputes(rows, prov):
         assert rounds == r["config"]["rounds"] and z == r["config"]["noise_multiplier"]
         assert eps <= prov["target_epsilon"]
         assert eps == pytest.approx(group_epsilon(z, q, rounds, 1e-4, "rdp"), rel=1e-12)
-        opacus = RDPAccountant()
-        opacus.history = [(z, q, rounds)]
-        assert eps == pytest.approx(opacus.get_epsilon(1e-4), rel=1e-6)
+        if (z, q, rounds) not in independent:  # one mechanism per (z, q, rounds): Opacus loops in Python
+            opacus = RDPAccountant()
+            opacus.history = [(z, q, rounds)]
+            independent[z, q, rounds] = opacus.get_epsilon(1e-4)
+        assert eps == pytest.approx(independent[z, q, rounds], rel=1e-6)
         spent.append(eps)
     assert max(spent) == prov["epsilon_spent"] and min(spent) == max(spent)  # one mechanism for every private group
     assert group_epsilon(prov["noise_multiplier"], 0.05, 200, 1e-4, "pld") < prov["epsilon_spent"]
