@@ -187,13 +187,24 @@ def _one(values, what: str):
     return json.loads(values.pop())
 
 
+def _rows_commits(rows: Sequence[dict]) -> str:
+    """The commits the rows' ``provenance`` names, with a count each (``"not recorded"`` for rows without one)."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        commit = (r.get("provenance") or {}).get("commit") or "not recorded"
+        counts[commit] = counts.get(commit, 0) + 1
+    return ", ".join(f"{c} ({n} runs)" for c, n in sorted(counts.items()))
+
+
 def grid_provenance(rows: Sequence[dict], grid: str, *, command: str, rows_commit: str | None = None,
                     missing: int = 0) -> dict:
     """What a saved grid records next to its runs (:func:`save_results`), read from the rows themselves.
 
     ``grid``: its name in :data:`fedtrain.presets.FEDHDP_GRIDS` (its target ε is taken from there); ``command``: the
-    command that writes the file; ``rows_commit``: the commit(s) of the code that computed the rows (client-level
-    rows do not record it; their keys hold the engine version); ``missing``: runs of the grid left out (``--partial``).
+    command that writes the file; ``rows_commit``: the commit(s) of the code that computed the rows, for rows that
+    do not record it (a row's ``provenance``, written by :meth:`fedtrain.results.ResultsStore.put`, names its commit;
+    default: the commits the rows name, rows without one counted as "not recorded"); ``missing``: runs of the grid
+    left out (``--partial``).
     Records the engine version, the data's identities per dataset, the noise multiplier z, the target ε and the ε
     the private group actually spent (largest over runs, with the accountant, δ and adjacency the rows name), and
     the runs' wall-clock seconds."""
@@ -211,7 +222,7 @@ def grid_provenance(rows: Sequence[dict], grid: str, *, command: str, rows_commi
     datasets = sorted({r["config"]["dataset"] for r in rows})
     return {
         "grid": grid, "command": command, "engine_version": ENGINE_VERSION,
-        "rows_commit": rows_commit or "not recorded by the rows", "written_by_commit": git_commit(),
+        "rows_commit": rows_commit or _rows_commits(rows), "written_by_commit": git_commit(),
         "runs": len(rows), "missing_runs": int(missing),
         "data_identity": {ds: _one([r["data"]["identity"] for r in rows if r["config"]["dataset"] == ds],
                                    f"data identity for {ds}") for ds in datasets},

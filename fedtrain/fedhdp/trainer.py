@@ -205,6 +205,9 @@ class FedHDPResult:
     #: The last round's clipping norm where :attr:`clip_history` is not kept (a result read back by
     #: :meth:`from_dict`); ``None`` otherwise.
     stored_clip_final: float | None = None
+    #: Where the row came from (:func:`fedtrain.store.provenance.provenance`: engine version, commit, command,
+    #: seconds), recorded by the results store that filed it; ``None`` for a run not read back from a store.
+    provenance: dict | None = None
 
     @property
     def label(self) -> str:
@@ -218,10 +221,13 @@ class FedHDPResult:
     def to_dict(self) -> dict:
         """The JSON-safe row: config, label, metrics, privacy, time, curve, data summary and final clipping norm
         (no per-client arrays, no models)."""
-        return encode({"config": self.config.to_dict(), "label": self.label, "metrics": self.metrics,
-                       "privacy": self.privacy, "wall_time": self.wall_time, "never_sampled": self.never_sampled,
-                       "curve_rounds": self.curve_rounds, "curve": self.curve, "data": self.data,
-                       "clip_final": self.clip_final})
+        row = {"config": self.config.to_dict(), "label": self.label, "metrics": self.metrics,
+               "privacy": self.privacy, "wall_time": self.wall_time, "never_sampled": self.never_sampled,
+               "curve_rounds": self.curve_rounds, "curve": self.curve, "data": self.data,
+               "clip_final": self.clip_final}
+        if self.provenance is not None:
+            row["provenance"] = self.provenance
+        return encode(row)
 
     @classmethod
     def from_dict(cls, d: dict) -> "FedHDPResult":
@@ -235,7 +241,7 @@ class FedHDPResult:
                    curve_rounds=None if curve_rounds is None else np.asarray(curve_rounds),
                    curve=None if curve is None else np.asarray(decode_floats(curve)),
                    never_sampled=d.get("never_sampled", 0), data=d.get("data") or {},
-                   stored_clip_final=d.get("clip_final"))
+                   stored_clip_final=d.get("clip_final"), provenance=d.get("provenance"))
 
 
 def _decode_nonfinite(value):

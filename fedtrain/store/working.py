@@ -26,9 +26,9 @@ The store holds both kinds of runs (:func:`~fedtrain.store.keys.row_kind`, from 
 privacy unit in the method registry): the cross-silo runs above and the client-level runs (FedHDP and its
 baselines: :class:`~fedtrain.fedhdp.config.FedHDPConfig` → :class:`~fedtrain.fedhdp.trainer.FedHDPResult`), keyed
 alike.  A client-level row is :meth:`FedHDPResult.to_dict <fedtrain.fedhdp.trainer.FedHDPResult.to_dict>` plus its
-``key``, written in that order with non-finite floats as ``NaN``/``Infinity`` (the format of the client-level
-folders written before the two stores were one, read and written unchanged); it records no engine version, which
-its key holds.  ``get``, ``has`` and ``put`` take either kind; :meth:`ResultsStore.rows` yields the record-level
+``key`` and its ``provenance`` (commit, command, seconds; the result's own when it was read back from a store),
+written in that order with non-finite floats as ``NaN``/``Infinity``; its engine version is in its key and its
+provenance (rows written before rows recorded a provenance are read unchanged).  ``get``, ``has`` and ``put`` take either kind; :meth:`ResultsStore.rows` yields the record-level
 runs unless asked for the other kind (``kind="client"``).
 """
 from __future__ import annotations
@@ -172,16 +172,19 @@ class ResultsStore:
         A failed write raises :class:`ResultsStoreError` naming the file; the rows already stored stay."""
         key = result_row_key(result)
         path = self._path(key)
+        if self._commit is None:
+            self._commit = git_commit()
+        row_provenance = provenance(self.command, seconds=result.wall_time, commit=self._commit)
         if isinstance(result.config, FedHDPConfig):  # the client-level rows' format (module docstring)
-            text = json.dumps({**result.to_dict(), "key": key}, allow_nan=True)
+            row = {**result.to_dict(), "key": key}
+            row.setdefault("provenance", row_provenance)  # a row served from a store keeps where it came from
+            text = json.dumps(row, allow_nan=True)
         else:
             row = result.to_dict()
             row["key"], row["config_key"] = key, result.config.key()
             row["engine_version"] = ENGINE_VERSION
             row["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-            if self._commit is None:
-                self._commit = git_commit()
-            row["provenance"] = provenance(self.command, seconds=result.wall_time, commit=self._commit)
+            row["provenance"] = row_provenance
             text = json.dumps(row, sort_keys=True, allow_nan=False)
         try:
             self.root.mkdir(parents=True, exist_ok=True)

@@ -90,6 +90,13 @@ def test_grid_provenance_reads_the_rows():
     assert p["seconds_per_run"]["median"] == 11.0 and p["data_identity"]["a"] == {"files": {"a": "0" * 8}}
     with pytest.raises(ValueError, match="grid must be one of"):
         grid_provenance(rows, "nope", command="cmd")
+    # without rows_commit: the commits the rows' provenance names, counted; rows without one say so
+    for r in rows[:3]:
+        r["provenance"] = {"commit": "c1"}
+    rows[3]["provenance"] = {"commit": "c2"}
+    n = len(rows)
+    assert grid_provenance(rows, "claims-fashion", command="cmd")["rows_commit"] == \
+        f"c1 (3 runs), c2 (1 runs), not recorded ({n - 4} runs)"
     rows[0]["config"]["noise_multiplier"] = 2.0
     with pytest.raises(ValueError, match="noise multiplier"):
         grid_provenance(rows, "claims-fashion", command="cmd")

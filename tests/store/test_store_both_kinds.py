@@ -10,11 +10,11 @@ import math
 import pytest
 
 from fedtrain.cli import main
-from fedtrain.config import RunConfig
+from fedtrain.config import ENGINE_VERSION, RunConfig
 from fedtrain.data.base import data_identity
 from fedtrain.fedhdp.config import FedHDPConfig
 from fedtrain.fedhdp.trainer import FedHDPResult, train
-from fedtrain.results import ResultsStore, ResultsStoreError, row_key
+from fedtrain.results import ResultsStore, ResultsStoreError, git_commit, row_key
 from fedtrain.testing import fake_result
 
 SMALL = dict(num_clients=40, samples_per_client=6, test_per_client=4, nonprivate_fraction=0.1)
@@ -45,7 +45,12 @@ def test_one_folder_files_and_serves_both_kinds(tmp_path, client_result):
     assert all(served.metrics[k] == v or (math.isnan(v) and math.isnan(served.metrics[k]))
                for k, v in client_result.metrics.items())
     assert served.privacy["groups"]["nonprivate"]["epsilon"] == math.inf  # ε of the unprotected group
-    assert served.to_dict() == client_result.to_dict() and served.clip_final == client_result.clip_final
+    # served back: the run as trained, plus where the store says it came from (the commit of this checkout)
+    assert served.provenance["commit"] == git_commit() and served.provenance["engine_version"] == ENGINE_VERSION
+    assert {k: v for k, v in served.to_dict().items() if k != "provenance"} == client_result.to_dict()
+    assert served.clip_final == client_result.clip_final
+    store.put(served)  # filed again (e.g. copied to another store): it keeps its provenance
+    assert store.get(c).provenance == served.provenance
     # the cross-silo paths see what they saw: rows() yields the record-level runs unless asked for the others
     assert [r.config for r in store.rows()] == [record.config]
     assert [r.config for r in store.rows(kind="client")] == [c]
@@ -59,8 +64,13 @@ def test_a_client_level_row_keeps_its_format_and_is_checked(tmp_path, client_res
     store = ResultsStore(tmp_path)
     store.put(client_result)
     (path,) = tmp_path.glob("*.json")
-    # the client-level folders' format: the result's to_dict in its order, then the key; nothing else
-    assert path.read_text() == json.dumps({**client_result.to_dict(), "key": path.stem}, allow_nan=True)
+    # the client-level rows' format: the result's to_dict in its order, then the key and the provenance
+    written = json.loads(path.read_text())
+    assert list(written) == [*client_result.to_dict(), "key", "provenance"]
+    assert path.read_text() == json.dumps({**client_result.to_dict(), "key": path.stem,
+                                           "provenance": written["provenance"]}, allow_nan=True)
+    assert set(written["provenance"]) == {"engine_version", "commit", "command", "seconds"}
+    assert written["provenance"]["seconds"] == client_result.wall_time
     row = json.loads(path.read_text())
     row["config"]["rounds"] = 3  # a row whose config no longer hashes to the key it is filed under
     path.write_text(json.dumps(row))
