@@ -193,7 +193,7 @@ def _rows_commits(rows: Sequence[dict]) -> str:
     for r in rows:
         commit = (r.get("provenance") or {}).get("commit") or "not recorded"
         counts[commit] = counts.get(commit, 0) + 1
-    return ", ".join(f"{c} ({n} runs)" for c, n in sorted(counts.items()))
+    return ", ".join(f"{c} ({n} run{'s' * (n != 1)})" for c, n in sorted(counts.items()))
 
 
 def grid_provenance(rows: Sequence[dict], grid: str, *, command: str, rows_commit: str | None = None,

@@ -96,7 +96,7 @@ def test_grid_provenance_reads_the_rows():
     rows[3]["provenance"] = {"commit": "c2"}
     n = len(rows)
     assert grid_provenance(rows, "claims-fashion", command="cmd")["rows_commit"] == \
-        f"c1 (3 runs), c2 (1 runs), not recorded ({n - 4} runs)"
+        f"c1 (3 runs), c2 (1 run), not recorded ({n - 4} runs)"
     rows[0]["config"]["noise_multiplier"] = 2.0
     with pytest.raises(ValueError, match="noise multiplier"):
         grid_provenance(rows, "claims-fashion", command="cmd")
