@@ -33,6 +33,8 @@ def test_fig3d_fashion_grid():
     cs = deep_grid("fig3d-fashion")
     assert {c.method for c in cs} == {"local", "fedavg", "finetune", "mrmtl", "ifca"}
     assert {c.dataset for c in cs} == {"hetero-fashion"} and {c.model for c in cs} == {"convnet"}
+    assert len(cs) == 70 and {c.rounds for c in cs} == {10}  # 200 DP-SGD steps per ~2,000-image silo at B = 100
+    assert {c.eps for c in cs} == {1.0, 2.0, 4.0, 8.0, math.inf} and {c.seed for c in cs} == {0, 1}
 
 
 def test_fedhdp_noise_is_calibrated_to_the_papers_epsilon():
