@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.engine import RunResult
 
 __all__ = ["KINDS", "PaperCheck", "fig6_kind", "fig6_table", "fig6_checks", "CheckStatus", "HOLDS", "FAILS", "PENDING",
-           "complete_blocks", "fig6_status"]
+           "complete_blocks", "fig6_status", "fig6_status_html"]
 
 #: The six kinds of runs of Fig. 6 (Algorithm A2's two warm-started variants by what runs after the warm start).
 KINDS = ("Local", "FedAvg", "IFCA", "MR-MTL", "IFCA → Local", "IFCA → MR-MTL")
@@ -257,3 +257,23 @@ def fig6_status(rows: Iterable["RunResult"], configs: Sequence["RunConfig"], eps
     else:
         out.append(CheckStatus(NAME_D, PENDING, pending_detail(ratios)))
     return out
+
+
+def fig6_status_html(columns: "dict[str, Sequence[CheckStatus]]") -> str:
+    """An HTML table of :func:`fig6_status` results: a row per check, a column per entry of ``columns`` (e.g. one per
+    privacy level: ``{"ε = 4": [...], "without DP": [...]}``, each list naming the same checks in the same order);
+    a cell is the status in bold, then its numbers."""
+    import html
+
+    cols = list(columns.items())
+    if not cols:
+        raise ValueError("columns must hold at least one list of checks")
+    names = [s.name for s in cols[0][1]]
+    if any([s.name for s in v] != names for _, v in cols):
+        raise ValueError("columns must name the same checks in the same order")
+    head = "".join(f"<th>{html.escape(k)}</th>" for k, _ in cols)
+    body = []
+    for i, name in enumerate(names):
+        cells = "".join(f"<td><b>{html.escape(v[i].status)}</b>: {html.escape(v[i].detail)}</td>" for _, v in cols)
+        body.append(f"<tr><td>{html.escape(name)}</td>{cells}</tr>")
+    return f"<table><thead><tr><th>check</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"

@@ -601,10 +601,11 @@ _FIG6_STYLE = {"Local": ("local", "-"), "FedAvg": ("fedavg", "-"), "IFCA": ("ifc
 
 
 def _eps_panels(rows: Sequence["RunResult"], eps_values: "Sequence[float] | None") -> list[float]:
+    """The panels' privacy levels: ``eps_values``, else those of ``rows`` (which must then hold a run)."""
     present = sorted({float(r.config.eps) for r in rows})
     eps_values = present if eps_values is None else [float(e) for e in eps_values]
     if not eps_values:
-        raise ValueError("rows must hold at least one run")
+        raise ValueError("rows must hold at least one run (or name the panels with eps_values)")
     return eps_values
 
 
@@ -636,7 +637,7 @@ def plot_fig6(rows: Sequence["RunResult"], *, eps_values: "Sequence[float] | Non
     rows = list(rows)
     eps_values = _eps_panels(rows, eps_values)
     fig, axes = plt.subplots(1, len(eps_values), figsize=(COLUMN_WIDTH_IN, 3.5), sharey=True, squeeze=False)
-    ratios_all = sorted({float(r.config.dataset_options.get("mask_ratio", 0.0)) for r in rows})
+    ratios_all = sorted({float(r.config.dataset_options.get("mask_ratio", 0.0)) for r in rows}) or [0.0]
     for ax, eps in zip(axes[0], eps_values):
         at = [r for r in rows if r.config.eps == eps]
         ax.set_title(_eps_text(eps).replace("ε=", "ε = ") + (" per silo" if math.isfinite(eps) else ""))
@@ -678,7 +679,8 @@ def plot_fig6(rows: Sequence["RunResult"], *, eps_values: "Sequence[float] | Non
                                                                         mfc="white")]
     labels += ["mean ± sd over seeds", "one seed"]
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, frameon=False, fontsize=8)
-    fig.text(0.5, -0.17, fig6_setting_text(rows) + note, ha="center", va="top", fontsize=7, wrap=True)
+    fig.text(0.5, -0.17, (fig6_setting_text(rows) if rows else "no runs") + note, ha="center", va="top", fontsize=7,
+             wrap=True)
     fig.tight_layout()
     return fig
 
@@ -698,8 +700,9 @@ def plot_fig6_lambda_profile(rows: Sequence["RunResult"], *, eps_values: "Sequen
     rows = [r for r in rows if r.config.method in ("local", "mrmtl", "ifca-mrmtl")]
     eps_values = _eps_panels(rows, eps_values)
     lams = sorted({float(r.config.lam) for r in rows if r.config.lam > 0})
-    if not lams:
+    if not lams and rows:
         raise ValueError("rows must hold MR-MTL or IFCA-warm-started MR-MTL runs at some λ > 0")
+    lams = lams or [1.0]
     zero = math.log10(lams[0]) - 0.8  # where λ = 0 sits on the log axis
     pos = lambda lam: math.log10(lam) if lam > 0 else zero  # noqa: E731
     ratios = sorted({float(r.config.dataset_options.get("mask_ratio", 0.0)) for r in rows})
@@ -731,6 +734,8 @@ def plot_fig6_lambda_profile(rows: Sequence["RunResult"], *, eps_values: "Sequen
                 best = int(np.nanargmax(y))
                 ax.plot([pos(xs[best])], [y[best]], marker="*", ms=11, color=shade[ratio], mec="black", mew=0.5,
                         ls="")
+        if not ns:
+            ax.text(0.5, 0.5, "no runs yet", transform=ax.transAxes, ha="center", va="center", color="0.4")
         ticks = [zero] + [math.log10(lam) for lam in lams]
         ax.set_xticks(ticks, ["0"] + [f"{lam:g}" for lam in lams])
         ax.axvline((zero + math.log10(lams[0])) / 2, color="0.6", lw=0.8, ls=":")
@@ -746,7 +751,8 @@ def plot_fig6_lambda_profile(rows: Sequence["RunResult"], *, eps_values: "Sequen
                 Line2D([], [], marker="*", ms=10, color="0.3", mec="black", ls="")]
     labels += ["MR-MTL (λ = 0: Local)", "IFCA → MR-MTL (λ = 0: IFCA → Local)", "best λ of the line"]
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, frameon=False, fontsize=8)
-    fig.text(0.5, -0.17, fig6_setting_text(rows) + note, ha="center", va="top", fontsize=7, wrap=True)
+    fig.text(0.5, -0.17, (fig6_setting_text(rows) if rows else "no runs") + note, ha="center", va="top", fontsize=7,
+             wrap=True)
     fig.tight_layout()
     return fig
 

@@ -150,3 +150,18 @@ def test_status_bad_input():
         fig6_status([], deep_grid("fig6-fashion"), 8.0)
     with pytest.raises(ValueError, match="tol must be"):
         fig6_status([], deep_grid("fig6-fashion"), 4.0, tol=-0.1)
+
+
+def test_status_table_names_every_check_and_status():
+    from fedtrain.fig6_checks import fig6_status, fig6_status_html
+    from fedtrain.presets import deep_grid
+
+    grid = deep_grid("fig6-fashion")
+    rows = _grid_rows(_fashion_like, lambda c: c.seed == 0 and c.dataset_options["mask_ratio"] == 0.0)
+    cols = {"ε = 4": fig6_status(rows, grid, 4.0), "without DP": fig6_status(rows, grid, math.inf)}
+    html = fig6_status_html(cols)
+    assert html.count("<tr>") == 1 + len(cols["ε = 4"]) and "<th>without DP</th>" in html
+    assert html.count("<b>holds</b>") == 8 and html.count("<b>pending</b>") == 6  # (a) x 3 and (d); (b) x 2 and (c)
+    assert "IFCA → Local" in html and "&lt;" not in html
+    with pytest.raises(ValueError, match="same checks"):
+        fig6_status_html({"a": cols["ε = 4"], "b": cols["ε = 4"][:2]})

@@ -151,6 +151,8 @@ def test_plot_fig6_panels_lines_best_lambda_and_seed_counts():
     assert any(t.get_text() == "no runs yet" for t in empty.axes[1].texts)
     with pytest.raises(ValueError, match="at least one run"):
         plot_fig6([])
+    nothing = plot_fig6([], eps_values=[4.0, math.inf])  # a grid with no complete seed yet
+    assert all(any(t.get_text() == "no runs yet" for t in a.texts) for a in nothing.axes)
 
 
 def test_plot_fig6_lambda_profile_marks_the_best_lambda():
@@ -166,3 +168,5 @@ def test_plot_fig6_lambda_profile_marks_the_best_lambda():
     assert ax.get_title().endswith("2 seeds per point")
     with pytest.raises(ValueError, match="λ > 0"):
         plot_fig6_lambda_profile([r for r in rows if r.config.method == "local"])
+    nothing = plot_fig6_lambda_profile([], eps_values=[4.0])
+    assert any(t.get_text() == "no runs yet" for t in nothing.axes[0].texts)
