@@ -34,7 +34,8 @@ from fedtrain.analysis import (  # noqa: F401  (re-exported for older imports)
 )
 from fedtrain.book_results import committed_store, figure_rows, store_note, theory_rows
 from fedtrain.methods.registry import method_spec
-from fedtrain.analysis import best_by_setting, warm_start_label
+from fedtrain.analysis import best_by_setting, seed_stats, warm_start_label
+from fedtrain.fig6_checks import KINDS, fig6_table
 from fedtrain.config import RunConfig
 from fedtrain.presets import THEORY_SETUP
 from fedtrain.sweep import _split_seed
@@ -632,7 +633,6 @@ def plot_fig6(rows: Sequence["RunResult"], *, eps_values: "Sequence[float] | Non
     """
     import matplotlib.pyplot as plt
 
-    from fedtrain.fig6_checks import KINDS, fig6_table
 
     rows = list(rows)
     eps_values = _eps_panels(rows, eps_values)
@@ -695,7 +695,6 @@ def plot_fig6_lambda_profile(rows: Sequence["RunResult"], *, eps_values: "Sequen
     title says how many seeds its points have.  The figure's foot states the setting (:func:`fig6_setting_text`)."""
     import matplotlib.pyplot as plt
 
-    from fedtrain.analysis import seed_stats
 
     rows = [r for r in rows if r.config.method in ("local", "mrmtl", "ifca-mrmtl")]
     eps_values = _eps_panels(rows, eps_values)
