@@ -21,7 +21,8 @@ import pytest
 from fedtrain.book_results import committed_store, grid_file, grid_rows, grid_store_note, pack_grid, pack_store
 from fedtrain.config import ENGINE_VERSION
 from fedtrain.presets import deep_grid
-from fedtrain.results import DEFAULT_RESULTS_DIR, MANIFEST, CommittedStore, ResultsStore, ResultsStoreError
+from fedtrain.results import (DEFAULT_RESULTS_DIR, MANIFEST, CommittedStore, ResultsStore, ResultsStoreError,
+                              StaleStoreError)
 from fedtrain.testing import fake_result
 
 GRID = "fig6-fashion"
@@ -82,6 +83,10 @@ def test_pack_grid_packs_the_grids_rows_counts_the_missing_and_is_idempotent(tmp
     assert (out / entry["file"]).read_bytes() == raw and (out / MANIFEST).read_bytes() == manifest
     _work(tmp_path, grid[20:30])
     assert pack_grid(GRID, work=work.root, out=out)["present"] == 30
+    # a damaged grid file fails loudly and names the grid's own commands
+    (out / entry["file"]).write_bytes(raw[:-5])
+    with pytest.raises(StaleStoreError, match=r"does not match the SHA-256.*run_real_image_grids.py fig6-fashion"):
+        committed_store(out)
 
 
 def test_pack_store_keeps_the_grids_entry(tmp_path, monkeypatch):
