@@ -641,7 +641,7 @@ def plot_fig6(rows: Sequence["RunResult"], *, eps_values: "Sequence[float] | Non
     for ax, eps in zip(axes[0], eps_values):
         at = [r for r in rows if r.config.eps == eps]
         ax.set_title(_eps_text(eps).replace("ε=", "ε = ") + (" per silo" if math.isfinite(eps) else ""))
-        ax.set_xlabel("mask ratio (share of 2×2 patches whitened)")
+        ax.set_xlabel("mask ratio (fraction of 2×2 patches whitened)")
         ax.grid(alpha=0.3)
         if not at:
             ax.text(0.5, 0.5, "no runs yet", transform=ax.transAxes, ha="center", va="center", color="0.4")
@@ -667,7 +667,7 @@ def plot_fig6(rows: Sequence["RunResult"], *, eps_values: "Sequence[float] | Non
         ax.set_title(ax.get_title() + f"\n{_seed_count_text(ns)}", fontsize=9)
         ax.set_xticks(ratios_all)
         ax.set_xlim(min(ratios_all) - 0.08, max(ratios_all) + 0.12)
-    axes[0, 0].set_ylabel("test accuracy (mean over silos)")
+    axes[0, 0].set_ylabel("test accuracy (fraction correct, mean over silos)")
     from matplotlib.lines import Line2D
 
     handles, labels = [], []
@@ -741,7 +741,7 @@ def plot_fig6_lambda_profile(rows: Sequence["RunResult"], *, eps_values: "Sequen
         ax.set_xlabel("λ (log scale; 0: Local / IFCA → Local)")
         ax.grid(alpha=0.3)
         ax.set_title(ax.get_title() + f"\n{_seed_count_text(ns)}", fontsize=9)
-    axes[0, 0].set_ylabel("test accuracy (mean over silos)")
+    axes[0, 0].set_ylabel("test accuracy (fraction correct, mean over silos)")
     from matplotlib.lines import Line2D
 
     handles = [Line2D([], [], color=shade[r], lw=2) for r in ratios]
