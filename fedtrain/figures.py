@@ -618,7 +618,8 @@ def _seed_count_text(ns: "Sequence[int]") -> str:
             else f"{ns[0]}–{ns[-1]} seeds per point")
 
 
-def plot_fig6(rows: Sequence["RunResult"], *, eps_values: "Sequence[float] | None" = None, note: str = ""):
+def plot_fig6(rows: Sequence["RunResult"], *, eps_values: "Sequence[float] | None" = None, note: str = "",
+              empty_text: str = "no runs yet"):
     """Fig. 6 (MR-MTL paper, Sec. 6): test accuracy against the silos' mask ratio, one panel per privacy level
     (``eps_values``, default those of ``rows``; ``math.inf``: without DP), a line per kind of run
     (:data:`fedtrain.fig6_checks.KINDS`: Local, FedAvg, IFCA, MR-MTL, IFCA → Local = ``ifca-mrmtl`` at λ = 0,
@@ -644,7 +645,9 @@ def plot_fig6(rows: Sequence["RunResult"], *, eps_values: "Sequence[float] | Non
         ax.set_xlabel("mask ratio (fraction of 2×2 patches whitened)")
         ax.grid(alpha=0.3)
         if not at:
-            ax.text(0.5, 0.5, "no runs yet", transform=ax.transAxes, ha="center", va="center", color="0.4")
+            ax.text(0.5, 0.5, empty_text, transform=ax.transAxes, ha="center", va="center", color="0.4")
+            ax.set_xticks(ratios_all)
+            ax.set_xlim(min(ratios_all) - 0.08, max(ratios_all) + 0.12)
             continue
         table = fig6_table(at, eps)
         ns = []
@@ -686,7 +689,7 @@ def plot_fig6(rows: Sequence["RunResult"], *, eps_values: "Sequence[float] | Non
 
 
 def plot_fig6_lambda_profile(rows: Sequence["RunResult"], *, eps_values: "Sequence[float] | None" = None,
-                             note: str = ""):
+                             note: str = "", empty_text: str = "no runs yet"):
     """Test accuracy against λ for MR-MTL (solid, with Local as its λ = 0) and IFCA-warm-started MR-MTL (dashed,
     with IFCA → Local as its λ = 0), a line per mask ratio, one panel per privacy level: whether the best λ
     (starred) lies inside the λ grid, Fig. 6's check (d).  λ is on a log axis, λ = 0 to the left of it.
@@ -734,7 +737,7 @@ def plot_fig6_lambda_profile(rows: Sequence["RunResult"], *, eps_values: "Sequen
                 ax.plot([pos(xs[best])], [y[best]], marker="*", ms=11, color=shade[ratio], mec="black", mew=0.5,
                         ls="")
         if not ns:
-            ax.text(0.5, 0.5, "no runs yet", transform=ax.transAxes, ha="center", va="center", color="0.4")
+            ax.text(0.5, 0.5, empty_text, transform=ax.transAxes, ha="center", va="center", color="0.4")
         ticks = [zero] + [math.log10(lam) for lam in lams]
         ax.set_xticks(ticks, ["0"] + [f"{lam:g}" for lam in lams])
         ax.axvline((zero + math.log10(lams[0])) / 2, color="0.6", lw=0.8, ls=":")
