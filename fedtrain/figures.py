@@ -628,7 +628,7 @@ def plot_fig6(rows: Sequence["RunResult"], *, eps_values: "Sequence[float] | Non
 
     A point is the mean over the seeds present, with ± 1 sd over seeds as its error bar when it has two or more;
     a point of one seed is drawn as an open marker without error bar, and every panel's title says how many seeds
-    its points have.  A panel with no run says so.  The figure's foot states the setting
+    its points have.  A panel with no run says so (``empty_text``).  The figure's foot states the setting
     (:func:`fig6_setting_text`) and ``note``.  ``rows`` should hold whole seeds of the grid
     (:func:`fedtrain.fig6_checks.complete_blocks`), so that each best λ is chosen on the whole λ grid.
     """
