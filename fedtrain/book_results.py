@@ -31,16 +31,16 @@ from fedtrain.data.base import data_identity
 from fedtrain.presets import (DATASET_FIGURES, LR_COMPUTE_ORDER, REAL_IMAGE_GRIDS, RESULTS_PRESETS, SCALES,
                               THEORY_GRIDS, book_grid, deep_grid, deep_grid_note, grid_note, theory_grid)
 from fedtrain.results import (DEFAULT_RESULTS_DIR, FORMAT, MANIFEST, REGENERATE_COMMAND, STORE_ENV, WORK_DIR,
-                              CommittedStore, ResultsStore, ResultsStoreError, StaleStoreError, check_row_key, git_commit,
-                              pack_rows, provenance, shown_path)
+                              CommittedStore, ResultsStore, ResultsStoreError, StaleStoreError, check_row_key,
+                              git_commit, pack_rows, provenance, shown_path)
 from fedtrain.sweep import gaussian_lambda_configs, gaussian_lambda_sweep, run_sweep
 
 if TYPE_CHECKING:
     from fedtrain.engine import RunResult
 
 __all__ = ["figure_grid", "figure_rows", "theory_rows", "store_note", "BookStore", "committed_store",
-           "preset_targets", "compute_preset", "pack_store", "GRID_SCALE", "grid_file", "pack_grid", "grid_rows",
-           "grid_store_note"]
+           "preset_targets", "compute_preset", "pack_store", "GRID_SCALE", "grid_file", "grid_digest", "pack_grid",
+           "grid_rows", "grid_store_note"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -282,7 +282,8 @@ def _read_manifest(path: Path) -> dict | None:
 # --------------------------------------------------------------------------------------------------
 # the real-image grids (computed in the background, packed as they grow)
 # --------------------------------------------------------------------------------------------------
-#: The ``scale`` a real-image grid's manifest entry records (one scale each: :data:`fedtrain.presets.REAL_IMAGE_GRIDS`).
+#: The ``scale`` a real-image grid's manifest entry records (one scale each:
+#: :data:`fedtrain.presets.REAL_IMAGE_GRIDS`).
 GRID_SCALE = "real-image"
 
 
@@ -291,6 +292,13 @@ def grid_file(grid: str) -> str:
     if grid not in REAL_IMAGE_GRIDS:
         raise ValueError(f"grid must be one of {', '.join(map(repr, REAL_IMAGE_GRIDS))} (got {grid!r})")
     return f"{REAL_IMAGE_GRIDS[grid]['dataset']}.json.gz"
+
+
+def grid_digest(grid: str) -> str:
+    """A digest of real-image grid ``grid``'s definition (its runs' configuration keys): the committed file records
+    the digest of the grid it was packed for, and reading it under another definition fails (:func:`grid_rows`)."""
+    keys = sorted(c.key() for c in deep_grid(grid))
+    return hashlib.sha256(json.dumps(keys).encode()).hexdigest()[:16]
 
 
 def _run_text(c: RunConfig) -> dict:
@@ -308,9 +316,9 @@ def pack_grid(grid: str, *, work: str | os.PathLike, out: str | os.PathLike | No
 
     Only the grid's own runs are packed: rows of ``work`` outside the grid (e.g. λ values the grid no longer has)
     are left out and counted (``left_out``).  The header and the manifest entry record the grid, its size
-    (``grid_runs``), the runs present (``present``) and missing (``missing``: the file lists them, the manifest
-    counts them per mask ratio, ε and seed), the commits and commands that computed the rows, their seconds, the
-    engine version and the data's identity (one identity for every row, else ``ResultsStoreError``).  The manifest
+    (``grid_runs``) and definition (``grid_digest``, :func:`grid_digest`), the runs present (``present``) and missing
+    (``missing``: the file lists them, the manifest counts them per mask ratio, ε and seed), the commits and
+    commands that computed the rows, their seconds, the engine version and the data's identity (one identity for every row, else ``ResultsStoreError``).  The manifest
     must exist (the preset's committed store; :func:`pack_store` keeps the grid's entry when it rewrites it).
     Returns the manifest entry.
     """
@@ -319,7 +327,8 @@ def pack_grid(grid: str, *, work: str | os.PathLike, out: str | os.PathLike | No
     mpath = out / MANIFEST
     manifest = _read_manifest(mpath)
     if manifest is None:
-        raise ValueError(f"{mpath} does not exist: pack the preset's committed store there first ({REGENERATE_COMMAND})")
+        raise ValueError(f"{mpath} does not exist: pack the preset's committed store there first "
+                         f"({REGENERATE_COMMAND})")
     if manifest.get("format") != FORMAT or manifest.get("engine_version") != ENGINE_VERSION:
         raise StaleStoreError(f"results manifest {mpath} has format {manifest.get('format')!r} and engine version "
                               f"{manifest.get('engine_version')}, not {FORMAT!r} and {ENGINE_VERSION}; regenerate "
@@ -361,15 +370,16 @@ def pack_grid(grid: str, *, work: str | os.PathLike, out: str | os.PathLike | No
     spec = REAL_IMAGE_GRIDS[grid]
     figures = [grid]
     doc = pack_rows(rows, name=spec["dataset"], dataset=spec["dataset"], scale=GRID_SCALE, figures=figures,
-                    grid=grid, grid_runs=len(configs), present=len(rows), missing=[_run_text(c) for c in missing],
-                    left_out=left_out, pack_command=command)
+                    grid=grid, grid_digest=grid_digest(grid), grid_runs=len(configs), present=len(rows),
+                    missing=[_run_text(c) for c in missing], left_out=left_out, pack_command=command)
     out.mkdir(parents=True, exist_ok=True)
     write_json_gz_atomic(out / fname, doc)
     raw = (out / fname).read_bytes()
     identity = data_identity(rows[0].get("data") or {})
     entry = {"name": spec["dataset"], "dataset": spec["dataset"], "scale": GRID_SCALE, "figures": figures,
-             "grid": grid, "grid_runs": len(configs), "present": len(rows), "missing": len(missing),
-             "missing_by_cell": by_cell, "left_out": left_out, "rows": len(rows), "bytes": len(raw),
+             "grid": grid, "grid_digest": grid_digest(grid), "grid_runs": len(configs), "present": len(rows),
+             "missing": len(missing), "missing_by_cell": by_cell, "left_out": left_out, "rows": len(rows),
+             "bytes": len(raw),
              "sha256": hashlib.sha256(raw).hexdigest(), "engine_version": ENGINE_VERSION,
              "seconds_in_runs": round(doc["seconds"], 1), "commits": doc["commits"], "commands": doc["commands"],
              "pack_command": command, "data_identity": identity, "regenerate":
@@ -386,6 +396,10 @@ def _grid_info(store: CommittedStore, grid: str) -> dict:
     if not info or info.get("grid") != grid:
         raise ValueError(f"the committed store {store.root} holds no rows of grid {grid} ({fname}); pack them with "
                          f"python benchmarks/run_real_image_grids.py {grid} --pack results")
+    if info.get("grid_digest") != grid_digest(grid):
+        raise StaleStoreError(f"{store.root / fname} was packed for another definition of grid {grid} "
+                              f"({info.get('grid_runs')} runs; this checkout's has {len(deep_grid(grid))}): repack it "
+                              f"with python benchmarks/run_real_image_grids.py {grid} --pack results")
     return {"file": fname, **info}
 
 

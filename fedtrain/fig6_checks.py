@@ -28,8 +28,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.config import RunConfig
     from fedtrain.engine import RunResult
 
-__all__ = ["KINDS", "PaperCheck", "fig6_kind", "fig6_table", "fig6_checks", "CheckStatus", "HOLDS", "FAILS", "PENDING",
-           "complete_blocks", "fig6_status", "fig6_status_html"]
+__all__ = ["KINDS", "PaperCheck", "fig6_kind", "fig6_table", "fig6_checks", "CheckStatus", "HOLDS", "FAILS",
+           "PENDING", "complete_blocks", "fig6_status", "fig6_status_html"]
 
 #: The six kinds of runs of Fig. 6 (Algorithm A2's two warm-started variants by what runs after the warm start).
 KINDS = ("Local", "FedAvg", "IFCA", "MR-MTL", "IFCA → Local", "IFCA → MR-MTL")
@@ -243,7 +243,8 @@ def fig6_status(rows: Iterable["RunResult"], configs: Sequence["RunConfig"], eps
     else:
         out += [CheckStatus(n, PENDING, pending_detail([r0])) for n in _name_a(r0)]
     for r in ratios[1:]:
-        out.append(as_status(_check_b(t, r, tol)) if r in done else CheckStatus(_name_b(r), PENDING, pending_detail([r])))
+        out.append(as_status(_check_b(t, r, tol)) if r in done
+                   else CheckStatus(_name_b(r), PENDING, pending_detail([r])))
     if r0 in done and r_max in done:
         out.append(as_status(_check_c(t, [r for r in ratios if r in done], tol)))
     else:

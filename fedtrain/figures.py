@@ -591,7 +591,8 @@ def fig6_setting_text(rows: Sequence["RunResult"]) -> str:
     return (f"{data_label(rows)}: {silos} silos{f' in {groups} rotation groups' if groups else ''}, "
             f"{per} training images per silo; T={c.rounds} rounds, η={c.lr:g}, B={c.batch_size}, C={c.clip:g}, "
             f"δ={'/'.join(f'{x:.0e}' for x in deltas)}, ε per silo ∈ {{{eps_text}}}"
-            + (f", {'/'.join(accountants).upper()} accountant, adjacency: {'; '.join(adjacency)}" if accountants else "")
+            + (f", {'/'.join(accountants).upper()} accountant, adjacency: {'; '.join(adjacency)}"
+               if accountants else "")
             + f"; seeds present: {', '.join(map(str, seeds))}")
 
 

@@ -112,7 +112,7 @@ def test_status_on_the_whole_grid_is_the_checks():
 
 def test_status_reads_complete_seeds_only_and_says_what_is_pending():
     from fedtrain.fig6_checks import HOLDS, PENDING, complete_blocks, fig6_status
-    from fedtrain.presets import deep_grid
+    from fedtrain.presets import REAL_IMAGE_GRIDS, deep_grid
 
     grid = deep_grid("fig6-fashion")
     # seed 0 done at mask 0; seed 0 at mask 0.25 lacks one run; nothing else
@@ -120,17 +120,19 @@ def test_status_reads_complete_seeds_only_and_says_what_is_pending():
         c.dataset_options["mask_ratio"] == 0.25 and not (c.method == "mrmtl" and c.lam == 1.0)))
     rows = _grid_rows(_fashion_like, keep)
     kept, counts = complete_blocks(rows, grid, 4.0)
-    assert counts[(0.0, 0)] == (14, 14) and counts[(0.25, 0)] == (13, 14) and counts[(0.5, 1)] == (0, 14)
-    assert {c.config.dataset_options["mask_ratio"] for c in kept} == {0.0} and len(kept) == 14
+    per = sum(c.eps == 4.0 and c.seed == 0 and c.dataset_options["mask_ratio"] == 0.0 for c in grid)  # runs a block
+    assert per == 3 + 2 * len(REAL_IMAGE_GRIDS["fig6-fashion"]["lams"]) + 1
+    assert counts[(0.0, 0)] == (per, per) and counts[(0.25, 0)] == (per - 1, per) and counts[(0.5, 1)] == (0, per)
+    assert {c.config.dataset_options["mask_ratio"] for c in kept} == {0.0} and len(kept) == per
     status = {s.name: s for s in fig6_status(rows, grid, 4.0)}
     a = [s for n, s in status.items() if n.startswith("(a)")]
     assert len(a) == 3 and all(s.status == HOLDS and s.holds for s in a)
     assert all("(1 seed)" in s.detail for s in a)
     b = [s for n, s in status.items() if n.startswith("(b)")]
     assert [s.status for s in b] == [PENDING, PENDING] and all(s.holds is None for s in b)
-    assert "mask 0.25: 13 of 28 runs" in b[0].detail
+    assert f"mask 0.25: {per - 1} of {2 * per} runs" in b[0].detail
     c = next(s for n, s in status.items() if n.startswith("(c)"))
-    assert c.status == PENDING and c.detail.endswith("mask 0.5: 0 of 28 runs")  # mask 0 is in
+    assert c.status == PENDING and c.detail.endswith(f"mask 0.5: 0 of {2 * per} runs")  # mask 0 is in
     d = next(s for n, s in status.items() if n.startswith("(d)"))
     assert d.status == HOLDS and "on mask 0; mask 0.25, 0.5 pending" in d.detail
     # a planted edge (MR-MTL best at λ = 0.01 without masks) is caught on the complete seed

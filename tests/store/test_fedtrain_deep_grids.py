@@ -109,7 +109,8 @@ def _fashion_rows(keep=lambda c: True):
     """Planted fig6-fashion results: MR-MTL best at λ = 0.1 (inside the grid), seed 1 0.004 above seed 0."""
     from fedtrain.fig6_checks import fig6_kind
 
-    base = {"Local": 0.60, "FedAvg": 0.40, "IFCA": 0.75, "IFCA → Local": 0.60, "MR-MTL": 0.70, "IFCA → MR-MTL": 0.74}
+    base = {"Local": 0.60, "FedAvg": 0.40, "IFCA": 0.75, "IFCA → Local": 0.60, "MR-MTL": 0.70,
+            "IFCA → MR-MTL": 0.74}
     rows = []
     for c in deep_grid("fig6-fashion"):
         if keep(c):
@@ -161,7 +162,9 @@ def test_plot_fig6_lambda_profile_marks_the_best_lambda():
     rows = _fashion_rows(lambda c: c.dataset_options["mask_ratio"] in (0.0, 0.5))
     fig = plot_fig6_lambda_profile(rows, eps_values=[4.0])
     (ax,) = [a for a in fig.axes]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "0.01", "0.03", "0.1", "0.3", "1"]
+    lams = DEEP_FIGURES["fig6-fashion"]["full"]["lams"]
+    assert 0.1 in lams and min(lams) < 0.1 < max(lams)  # the planted best λ lies inside the grid
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0"] + [f"{lam:g}" for lam in lams]
     stars = [l for l in ax.get_lines() if l.get_marker() == "*"]
     assert len(stars) == 4  # (MR-MTL, IFCA → MR-MTL) x 2 mask ratios
     assert all(s.get_xdata()[0] == pytest.approx(math.log10(0.1)) for s in stars)

@@ -76,13 +76,19 @@ def test_pack_grid_packs_the_grids_rows_counts_the_missing_and_is_idempotent(tmp
     assert [r.config for r in rows] == done and store.grid_info(GRID)["present"] == 20
     assert store.get(outside) is None
     note = grid_store_note(store, GRID)
-    assert "rotated-masked-fashion.json.gz" in note and "20 of 168 runs of the grid" in note
+    assert "rotated-masked-fashion.json.gz" in note and f"20 of {len(grid)} runs of the grid" in note
     assert store.note("rotated-masked-fashion") == note
     # packing again: the same bytes; with more rows: the counts grow
     pack_grid(GRID, work=work.root, out=out)
     assert (out / entry["file"]).read_bytes() == raw and (out / MANIFEST).read_bytes() == manifest
     _work(tmp_path, grid[20:30])
     assert pack_grid(GRID, work=work.root, out=out)["present"] == 30
+    # a file packed for another definition of the grid (e.g. another λ grid) is refused, naming the command
+    m = json.loads((out / MANIFEST).read_text())
+    m["files"][entry["file"]]["grid_digest"] = "0" * 16
+    (out / MANIFEST).write_text(json.dumps(m))
+    with pytest.raises(StaleStoreError, match=r"another definition of grid fig6-fashion.*--pack results"):
+        grid_rows(committed_store(out), GRID)
     # a damaged grid file fails loudly and names the grid's own commands
     (out / entry["file"]).write_bytes(raw[:-5])
     with pytest.raises(StaleStoreError, match=r"does not match the SHA-256.*run_real_image_grids.py fig6-fashion"):
