@@ -15,6 +15,11 @@ Usage (background, lowest priority, one core; the store lives outside the reposi
         .venv/bin/python benchmarks/run_real_image_grids.py fig6-fashion \\
         >> ~/.cache/fedbook-runs/fig6-fashion.log 2>&1 &
     python benchmarks/run_real_image_grids.py fig6-fashion --status     # how far it got
+    python benchmarks/run_real_image_grids.py fig6-fashion --pack results   # commit the rows done so far
+
+``--pack DIR`` trains nothing: it writes the grid's rows present in the work store into the committed store ``DIR``
+(:func:`fedtrain.book_results.pack_grid`: ``<dataset>.json.gz`` and its ``MANIFEST.json`` entry, saying how many of
+the grid's runs are in and which are missing); rerun it as the grid grows.
 """
 from __future__ import annotations
 
@@ -35,6 +40,8 @@ def parse(argv=None):
     p.add_argument("grid", choices=sorted(REAL_IMAGE_GRIDS) + sorted(FEDHDP_GRIDS))
     p.add_argument("--store", default=None, help=f"store folder (default {DEFAULT_ROOT}/<grid>)")
     p.add_argument("--status", action="store_true", help="print how many runs are done; train nothing")
+    p.add_argument("--pack", default=None, metavar="DIR",
+                   help="pack the grid's finished rows into the committed store DIR (e.g. results); train nothing")
     p.add_argument("--seeds", default=None, help="comma-separated seeds to restrict to (default: the grid's)")
     p.add_argument("--first", default="", help="comma-separated methods to run first within each seed "
                    "(e.g. ifca: its cluster recovery decides whether the warm-started runs mean anything)")
@@ -47,6 +54,17 @@ def main(argv=None) -> int:
     args = parse(argv)
     store = Path(args.store or DEFAULT_ROOT / args.grid)
     seeds = None if args.seeds is None else [int(s) for s in args.seeds.split(",")]
+    if args.pack is not None:
+        if args.grid not in REAL_IMAGE_GRIDS:
+            raise SystemExit(f"--pack packs the real-image grids ({', '.join(sorted(REAL_IMAGE_GRIDS))}), "
+                             f"not {args.grid}")
+        from fedtrain.book_results import pack_grid
+
+        entry = pack_grid(args.grid, work=store, out=args.pack,
+                          command=f"python benchmarks/run_real_image_grids.py {args.grid} --pack {args.pack}")
+        print(f"{args.grid}: packed {entry['present']} of {entry['grid_runs']} runs into {args.pack}/{entry['file']} "
+              f"({entry['missing']} missing, {entry['left_out']} rows outside the grid left out)", flush=True)
+        return 0
     if args.grid in REAL_IMAGE_GRIDS:
         return _deep(args.grid, store, seeds, args.status, [m for m in args.first.split(",") if m])
     return _fedhdp(args.grid, store, seeds, args.status)

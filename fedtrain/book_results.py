@@ -9,12 +9,17 @@ The experiments layer above :mod:`fedtrain.results` (which stores and reads rows
   committed store as the chapters read it;
 * :func:`preset_targets`, :func:`compute_preset` and :func:`pack_store`: ``make results`` (``fedtrain sweep
   --preset paper --pack results``): every row of a preset (:data:`fedtrain.presets.RESULTS_PRESETS`) into
-  resumable working stores, then the committed store written atomically from them.
+  resumable working stores, then the committed store written atomically from them;
+* :func:`pack_grid`, :func:`grid_rows` and :func:`grid_store_note`: a real-image grid
+  (:data:`fedtrain.presets.REAL_IMAGE_GRIDS`, computed in the background into a working store of its own) packed
+  next to the preset's files, complete or not: the file's header and its manifest entry say how many of the grid's
+  runs it holds and which are missing, and packing again with more rows replaces it.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import time
 from pathlib import Path
@@ -22,18 +27,20 @@ from typing import TYPE_CHECKING, Any
 
 from fedtheory.atomic_io import write_json_gz_atomic, write_text_atomic
 from fedtrain.config import ENGINE_VERSION, RunConfig
-from fedtrain.presets import (DATASET_FIGURES, LR_COMPUTE_ORDER, RESULTS_PRESETS, SCALES, THEORY_GRIDS, book_grid,
-                              grid_note, theory_grid)
+from fedtrain.data.base import data_identity
+from fedtrain.presets import (DATASET_FIGURES, LR_COMPUTE_ORDER, REAL_IMAGE_GRIDS, RESULTS_PRESETS, SCALES,
+                              THEORY_GRIDS, book_grid, deep_grid, deep_grid_note, grid_note, theory_grid)
 from fedtrain.results import (DEFAULT_RESULTS_DIR, FORMAT, MANIFEST, REGENERATE_COMMAND, STORE_ENV, WORK_DIR,
-                              CommittedStore, ResultsStore, ResultsStoreError, check_row_key, git_commit, pack_rows,
-                              provenance)
+                              CommittedStore, ResultsStore, ResultsStoreError, StaleStoreError, check_row_key,
+                              git_commit, pack_rows, provenance, shown_path)
 from fedtrain.sweep import gaussian_lambda_configs, gaussian_lambda_sweep, run_sweep
 
 if TYPE_CHECKING:
     from fedtrain.engine import RunResult
 
 __all__ = ["figure_grid", "figure_rows", "theory_rows", "store_note", "BookStore", "committed_store",
-           "preset_targets", "compute_preset", "pack_store"]
+           "preset_targets", "compute_preset", "pack_store", "GRID_SCALE", "grid_file", "grid_digest", "pack_grid",
+           "grid_rows", "grid_store_note"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -59,6 +66,8 @@ def store_note(store: CommittedStore, name: str) -> str:
     """Caption text (two lines) saying which store a figure read: file, engine version, commit; scale, repeats."""
     info = store.info(name)
     commits = ", ".join(c[:7] + ("+dirty" if c.endswith("+dirty") else "") for c in info.get("commits", []))
+    if info.get("grid"):
+        return grid_store_note(store, info["grid"])
     if name == "theory":
         g = THEORY_GRIDS[info["scale"]]
         grid = f"{info['scale']} grid: {g['datasets']} datasets"
@@ -87,6 +96,14 @@ class BookStore(CommittedStore):
     def note(self, name: str) -> str:
         """:func:`store_note`."""
         return store_note(self, name)
+
+    def grid_rows(self, grid: str) -> "list[RunResult]":
+        """:func:`grid_rows`."""
+        return grid_rows(self, grid)
+
+    def grid_info(self, grid: str) -> dict:
+        """The manifest entry of real-image grid ``grid``'s file (:func:`pack_grid`), with ``file``."""
+        return _grid_info(self, grid)
 
 
 def committed_store(root: str | os.PathLike | None = None) -> BookStore:
@@ -244,5 +261,159 @@ def pack_store(preset: str, *, work: str | os.PathLike | None = None, out: str |
     manifest = {"format": FORMAT, "preset": preset, "engine_version": ENGINE_VERSION,
                 "regenerate": REGENERATE_COMMAND, "files": files, "computations": computations,
                 "wall_seconds": round(sum(c["seconds"] for c in computations), 1)}
+    previous = _read_manifest(out / MANIFEST)
+    for fname, info in (previous or {}).get("files", {}).items():  # the real-image grids' files stay (pack_grid)
+        if info.get("grid") and fname not in files and (out / fname).is_file():
+            manifest["files"][fname] = info
     write_text_atomic(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
     return files
+
+
+def _read_manifest(path: Path) -> dict | None:
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ResultsStoreError(f"results manifest {path} is unreadable ({exc}); regenerate it with "
+                                f"{REGENERATE_COMMAND}") from None
+
+
+# --------------------------------------------------------------------------------------------------
+# the real-image grids (computed in the background, packed as they grow)
+# --------------------------------------------------------------------------------------------------
+#: The ``scale`` a real-image grid's manifest entry records (one scale each:
+#: :data:`fedtrain.presets.REAL_IMAGE_GRIDS`).
+GRID_SCALE = "real-image"
+
+
+def grid_file(grid: str) -> str:
+    """The committed file of real-image grid ``grid``: ``<its dataset>.json.gz``."""
+    if grid not in REAL_IMAGE_GRIDS:
+        raise ValueError(f"grid must be one of {', '.join(map(repr, REAL_IMAGE_GRIDS))} (got {grid!r})")
+    return f"{REAL_IMAGE_GRIDS[grid]['dataset']}.json.gz"
+
+
+def grid_digest(grid: str) -> str:
+    """A digest of real-image grid ``grid``'s definition (its runs' configuration keys): the committed file records
+    the digest of the grid it was packed for, and reading it under another definition fails (:func:`grid_rows`)."""
+    keys = sorted(c.key() for c in deep_grid(grid))
+    return hashlib.sha256(json.dumps(keys).encode()).hexdigest()[:16]
+
+
+def _run_text(c: RunConfig) -> dict:
+    """A grid run as the missing list names it (JSON: ε = ∞ as ``"inf"``)."""
+    return {"method": c.method, "mask_ratio": c.dataset_options.get("mask_ratio"),
+            "eps": c.eps if math.isfinite(c.eps) else "inf", "lam": c.lam, "seed": c.seed}
+
+
+def pack_grid(grid: str, *, work: str | os.PathLike, out: str | os.PathLike | None = None,
+              command: str | None = None) -> dict:
+    """Pack the rows of real-image grid ``grid`` (:func:`fedtrain.presets.deep_grid`) that the working store ``work``
+    holds into the committed store ``out`` (default ``results/``): ``<dataset>.json.gz`` (:func:`grid_file`,
+    :func:`~fedtrain.store.committed.pack_rows`) and its entry in ``MANIFEST.json``, both written atomically.
+    Trains nothing; packing the same rows again gives the same bytes.
+
+    Only the grid's own runs are packed: rows of ``work`` outside the grid (e.g. λ values the grid no longer has)
+    are left out and counted (``left_out``).  The header and the manifest entry record the grid, its size
+    (``grid_runs``) and definition (``grid_digest``, :func:`grid_digest`), the runs present (``present``) and missing
+    (``missing``: the file lists them, the manifest counts them per mask ratio, ε and seed), the commits and
+    commands that computed the rows, their seconds, the engine version and the data's identity (one identity for every row, else ``ResultsStoreError``).  The manifest
+    must exist (the preset's committed store; :func:`pack_store` keeps the grid's entry when it rewrites it).
+    Returns the manifest entry.
+    """
+    fname = grid_file(grid)
+    out = Path(out) if out is not None else DEFAULT_RESULTS_DIR
+    mpath = out / MANIFEST
+    manifest = _read_manifest(mpath)
+    if manifest is None:
+        raise ValueError(f"{mpath} does not exist: pack the preset's committed store there first "
+                         f"({REGENERATE_COMMAND})")
+    if manifest.get("format") != FORMAT or manifest.get("engine_version") != ENGINE_VERSION:
+        raise StaleStoreError(f"results manifest {mpath} has format {manifest.get('format')!r} and engine version "
+                              f"{manifest.get('engine_version')}, not {FORMAT!r} and {ENGINE_VERSION}; regenerate "
+                              f"it with {REGENERATE_COMMAND}")
+    configs = deep_grid(grid)
+    store = ResultsStore(work)
+    if not store.root.is_dir():
+        raise ValueError(f"working store {store.root} of grid {grid} does not exist (compute it with "
+                         f"python benchmarks/run_real_image_grids.py {grid})")
+    by_config: dict[str, list[str]] = {}
+    for key in store.keys():
+        by_config.setdefault(key.split("-")[0], []).append(key)
+    rows, missing = [], []
+    for c in configs:
+        found = by_config.pop(c.key(), [])
+        if len(found) > 1:
+            raise ResultsStoreError(f"working store {store.root} holds {len(found)} rows of {c.method} eps={c.eps} "
+                                    f"lam={c.lam} seed={c.seed} mask={c.dataset_options.get('mask_ratio')}, trained "
+                                    f"on different data ({', '.join(found)}); keep the one to commit")
+        if not found:
+            missing.append(c)
+            continue
+        path = store._path(found[0])
+        row = store._read(path)
+        check_row_key(row, path.stem, str(path))
+        rows.append(row)
+    if not rows:
+        raise ValueError(f"working store {store.root} holds no run of grid {grid} (0 of {len(configs)})")
+    identities = {key.split("-")[1] for key in (r["key"] for r in rows)}
+    if len(identities) > 1:
+        raise ResultsStoreError(f"working store {store.root} holds rows of grid {grid} trained on {len(identities)} "
+                                f"different data ({', '.join(sorted(identities))}); keep the rows of one copy")
+    left_out = sum(len(v) for v in by_config.values())
+    by_cell: dict[str, int] = {}
+    for c in missing:
+        cell = f"mask={c.dataset_options.get('mask_ratio'):g} eps={c.eps:g} seed={c.seed}"
+        by_cell[cell] = by_cell.get(cell, 0) + 1
+    command = command or f"python benchmarks/run_real_image_grids.py {grid} --pack {shown_path(out)}"
+    spec = REAL_IMAGE_GRIDS[grid]
+    figures = [grid]
+    doc = pack_rows(rows, name=spec["dataset"], dataset=spec["dataset"], scale=GRID_SCALE, figures=figures,
+                    grid=grid, grid_digest=grid_digest(grid), grid_runs=len(configs), present=len(rows),
+                    missing=[_run_text(c) for c in missing], left_out=left_out, pack_command=command)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_gz_atomic(out / fname, doc)
+    raw = (out / fname).read_bytes()
+    identity = data_identity(rows[0].get("data") or {})
+    entry = {"name": spec["dataset"], "dataset": spec["dataset"], "scale": GRID_SCALE, "figures": figures,
+             "grid": grid, "grid_digest": grid_digest(grid), "grid_runs": len(configs), "present": len(rows),
+             "missing": len(missing), "missing_by_cell": by_cell, "left_out": left_out, "rows": len(rows),
+             "bytes": len(raw),
+             "sha256": hashlib.sha256(raw).hexdigest(), "engine_version": ENGINE_VERSION,
+             "seconds_in_runs": round(doc["seconds"], 1), "commits": doc["commits"], "commands": doc["commands"],
+             "pack_command": command, "data_identity": identity, "regenerate":
+             f"python benchmarks/run_real_image_grids.py {grid}, then {command}"}
+    manifest = _read_manifest(mpath)  # again: the latest, written atomically
+    manifest["files"][fname] = entry
+    write_text_atomic(mpath, json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
+    return {"file": fname, **entry}
+
+
+def _grid_info(store: CommittedStore, grid: str) -> dict:
+    fname = grid_file(grid)
+    info = store.manifest.get("files", {}).get(fname)
+    if not info or info.get("grid") != grid:
+        raise ValueError(f"the committed store {store.root} holds no rows of grid {grid} ({fname}); pack them with "
+                         f"python benchmarks/run_real_image_grids.py {grid} --pack results")
+    if info.get("grid_digest") != grid_digest(grid):
+        raise StaleStoreError(f"{store.root / fname} was packed for another definition of grid {grid} "
+                              f"({info.get('grid_runs')} runs; this checkout's has {len(deep_grid(grid))}): repack it "
+                              f"with python benchmarks/run_real_image_grids.py {grid} --pack results")
+    return {"file": fname, **info}
+
+
+def grid_rows(store: CommittedStore, grid: str) -> "list[RunResult]":
+    """The rows of real-image grid ``grid`` that the committed ``store`` holds, in the grid's order (some of the grid's
+    runs may be missing: :func:`pack_grid`; the manifest entry, :meth:`BookStore.grid_info`, counts them)."""
+    _grid_info(store, grid)
+    return [store.get(c) for c in deep_grid(grid) if store.has(c)]
+
+
+def grid_store_note(store: CommittedStore, grid: str) -> str:
+    """Caption text (two lines) for a real-image grid's figure: file, engine version, commits; the grid's settings
+    and how many of its runs the store holds."""
+    info = _grid_info(store, grid)
+    commits = ", ".join(c[:7] + ("+dirty" if c.endswith("+dirty") else "") for c in info.get("commits", []))
+    return (f"store {store.root.name}/{info['file']}, engine v{info['engine_version']}, commits {commits}\n"
+            f"{deep_grid_note(grid)}; {info['present']} of {info['grid_runs']} runs of the grid")

@@ -28,7 +28,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.config import RunConfig
     from fedtrain.engine import RunResult
 
-__all__ = ["KINDS", "PaperCheck", "fig6_kind", "fig6_table", "fig6_checks"]
+__all__ = ["KINDS", "PaperCheck", "fig6_kind", "fig6_table", "fig6_checks", "CheckStatus", "HOLDS", "FAILS",
+           "PENDING", "complete_blocks", "fig6_status", "fig6_status_html"]
 
 #: The six kinds of runs of Fig. 6 (Algorithm A2's two warm-started variants by what runs after the warm start).
 KINDS = ("Local", "FedAvg", "IFCA", "MR-MTL", "IFCA → Local", "IFCA → MR-MTL")
@@ -82,10 +83,76 @@ def _fmt(cell: dict) -> str:
     return f"{cell['mean']:.3f}" + (f" ± {_se(cell):.3f}" if cell["n"] > 1 else " (1 seed)")
 
 
+def _name_a(r0: float) -> list[str]:
+    return [f"(a) mask {r0:g}: IFCA-warm-started MR-MTL matches IFCA",
+            f"(a) mask {r0:g}: IFCA and its MR-MTL warm start are the best",
+            f"(a) mask {r0:g}: warm-starting local training gains nothing"]
+
+
+def _name_b(r: float) -> str:
+    return f"(b) mask {r:g}: MR-MTL (plain or warm-started) is the best"
+
+
+def _name_c(r0: float, r_max: float) -> str:
+    return f"(c) the warm start's gain shrinks from mask {r0:g} to {r_max:g}"
+
+
+NAME_D = "(d) every best λ lies inside the λ grid"
+
+
+def _checks_a(t: dict, r0: float, tol: float) -> list[PaperCheck]:
+    c = lambda kind, r: t[(kind, r)]  # noqa: E731
+    names = _name_a(r0)
+    wm, ifca = c("IFCA → MR-MTL", r0), c("IFCA", r0)
+    m = _margin(wm, ifca, tol)
+    out = [PaperCheck(names[0], abs(wm["mean"] - ifca["mean"]) <= m, f"{_fmt(wm)} vs {_fmt(ifca)} (margin {m:.3f})")]
+    top = max((c(k, r0) for k in KINDS), key=lambda x: x["mean"])
+    leaders = [k for k in ("IFCA", "IFCA → MR-MTL") if top["mean"] - c(k, r0)["mean"] <= _margin(top, c(k, r0), tol)]
+    out.append(PaperCheck(names[1], len(leaders) > 0,
+                          f"best {top['label']} {_fmt(top)}; within the margin: {', '.join(leaders) or 'neither'}"))
+    wl, loc = c("IFCA → Local", r0), c("Local", r0)
+    m = _margin(wl, loc, tol)
+    out.append(PaperCheck(names[2], wl["mean"] - loc["mean"] <= m,
+                          f"IFCA → Local {_fmt(wl)} vs Local {_fmt(loc)} (margin {m:.3f})"))
+    return out
+
+
+def _check_b(t: dict, r: float, tol: float) -> PaperCheck:
+    c = lambda kind, r: t[(kind, r)]  # noqa: E731
+    mr = max((c("MR-MTL", r), c("IFCA → MR-MTL", r)), key=lambda x: x["mean"])
+    rivals = [k for k in ("Local", "FedAvg", "IFCA", "IFCA → Local")
+              if c(k, r)["mean"] - mr["mean"] > _margin(mr, c(k, r), tol)]
+    return PaperCheck(_name_b(r), not rivals,
+                      f"{mr['label']} {_fmt(mr)}; " + ("no other method above it beyond the margin" if not rivals
+                                                       else "beaten by " + ", ".join(
+                                                           f"{k} {_fmt(c(k, r))}" for k in rivals)))
+
+
+def _check_c(t: dict, ratios: Sequence[float], tol: float) -> PaperCheck:
+    c = lambda kind, r: t[(kind, r)]  # noqa: E731
+    r0, r_max = ratios[0], ratios[-1]
+    gain = {r: c("IFCA → MR-MTL", r)["mean"] - c("MR-MTL", r)["mean"] for r in ratios}
+    se = lambda r: math.sqrt(_se(c("IFCA → MR-MTL", r)) ** 2 + _se(c("MR-MTL", r)) ** 2)  # noqa: E731
+    m = max(tol, 2 * math.sqrt(se(r0) ** 2 + se(r_max) ** 2)) if math.isfinite(se(r0) + se(r_max)) else tol
+    return PaperCheck(_name_c(r0, r_max), gain[r0] - gain[r_max] > m,
+                      "gain over MR-MTL: " + ", ".join(f"{gain[r]:+.3f} at {r:g}" for r in ratios)
+                      + f" (margin {m:.3f})")
+
+
+def _check_d(t: dict, ratios: Sequence[float]) -> PaperCheck:
+    edges = []
+    for kind in ("MR-MTL", "IFCA → MR-MTL"):
+        for r in ratios:
+            cell = t[(kind, r)]
+            if len(cell["lams"]) < 3 or cell["lam"] in (min(cell["lams"]), max(cell["lams"])):
+                edges.append(f"{kind} at mask {r:g}: λ = {cell['lam']:g} of {list(cell['lams'])}")
+    return PaperCheck(NAME_D, not edges, "all interior" if not edges else "; ".join(edges))
+
+
 def fig6_checks(rows: Iterable["RunResult"], eps: float, *, tol: float = 0.01) -> list[PaperCheck]:
     """Checks (a)–(d) of the module docstring on the runs at ``eps``; ``tol`` (accuracy) is the smallest margin
     a comparison allows (used when 2 SE is smaller, e.g. with one seed).  Needs every kind at every mask ratio,
-    and at least two mask ratios."""
+    and at least two mask ratios (:func:`fig6_status` checks a grid still being computed)."""
     if not tol >= 0:
         raise ValueError(f"tol must be >= 0 (got {tol!r})")
     t = fig6_table(rows, eps)
@@ -95,50 +162,119 @@ def fig6_checks(rows: Iterable["RunResult"], eps: float, *, tol: float = 0.01) -
         raise ValueError(f"Fig. 6 needs every kind at every mask ratio; missing {missing}")
     if len(ratios) < 2:
         raise ValueError(f"Fig. 6's checks need at least two mask ratios (got {list(ratios)})")
+    return (_checks_a(t, ratios[0], tol) + [_check_b(t, r, tol) for r in ratios[1:]]
+            + [_check_c(t, ratios, tol), _check_d(t, ratios)])
+
+
+# --------------------------------------------------------------------------------------------------
+# a grid still being computed
+# --------------------------------------------------------------------------------------------------
+HOLDS, FAILS, PENDING = "holds", "does not hold", "pending"
+
+
+@dataclass(frozen=True)
+class CheckStatus:
+    """A check of :func:`fig6_status`: ``status`` is :data:`HOLDS`, :data:`FAILS` or :data:`PENDING` (the runs it
+    needs are not all computed yet); ``detail`` gives the numbers, or what is missing."""
+
+    name: str
+    status: str
+    detail: str
+
+    @property
+    def holds(self) -> "bool | None":
+        """``True``/``False`` for a checked reading, ``None`` while pending."""
+        return None if self.status == PENDING else self.status == HOLDS
+
+
+def _mask(c: Any) -> float:
+    return float(c.dataset_options.get("mask_ratio", 0.0))
+
+
+def _is_eps(c: Any, eps: float) -> bool:
+    return c.eps == eps or (math.isinf(eps) and math.isinf(c.eps))
+
+
+def complete_blocks(rows: Iterable["RunResult"], configs: Sequence["RunConfig"],
+                    eps: float) -> "tuple[list[RunResult], dict[tuple[float, int], tuple[int, int]]]":
+    """The runs at ``eps`` of the grid ``configs`` that lie in *complete blocks* — a (mask ratio, seed) whose every
+    run of the grid is among ``rows`` — and ``{(mask ratio, seed): (runs present, runs in the grid)}`` for every
+    block of the grid at ``eps``.  A Fig. 6 cell is read on complete blocks only, so that each method's best λ is
+    chosen among the whole λ grid and every λ is averaged over the same seeds."""
+    configs = [c for c in configs if _is_eps(c, eps)]
+    if not configs:
+        raise ValueError(f"eps must be a privacy level of the grid (got {eps!r})")
+    by_key = {r.config.key(): r for r in rows if _is_eps(r.config, eps)}
+    blocks: dict[tuple[float, int], list] = {}
+    for c in configs:
+        blocks.setdefault((_mask(c), int(c.seed)), []).append(c)
+    counts = {b: (sum(c.key() in by_key for c in cs), len(cs)) for b, cs in blocks.items()}
+    kept = [by_key[c.key()] for b, cs in blocks.items() if counts[b][0] == counts[b][1] for c in cs]
+    return kept, counts
+
+
+def fig6_status(rows: Iterable["RunResult"], configs: Sequence["RunConfig"], eps: float, *,
+                tol: float = 0.01) -> list[CheckStatus]:
+    """Checks (a)–(d) (:func:`fig6_checks`) on a grid ``configs`` (e.g. :func:`fedtrain.presets.deep_grid`) of which
+    only ``rows`` are computed: each check is evaluated on the complete blocks (:func:`complete_blocks`) when the mask
+    ratios it reads have one, and is :data:`PENDING` otherwise, saying how many of its runs are in.  The checks are
+    those of the full grid: (a) at its smallest mask ratio, (b) at each larger one, (c) between its smallest and
+    largest, (d) on the mask ratios that have a complete block (pending while none has)."""
+    if not tol >= 0:
+        raise ValueError(f"tol must be >= 0 (got {tol!r})")
+    rows = list(rows)
+    kept, counts = complete_blocks(rows, configs, eps)
+    ratios = sorted({r for r, _ in counts})
+    if len(ratios) < 2:
+        raise ValueError(f"the grid must have at least two mask ratios at eps={eps!r} (got {ratios})")
+    done = sorted({r for (r, _), (n, m) in counts.items() if n == m})
+    t = fig6_table(kept, eps) if kept else {}
+
+    def pending_detail(rs: Sequence[float]) -> str:
+        parts = [f"mask {r:g}: {sum(n for (q, _), (n, _m) in counts.items() if q == r)} of "
+                 f"{sum(m for (q, _), (_n, m) in counts.items() if q == r)} runs" for r in rs if r not in done]
+        return "waits for a complete seed of the runs at " + "; ".join(parts)
+
     r0, r_max = ratios[0], ratios[-1]
-    c = lambda kind, r: t[(kind, r)]  # noqa: E731
-    out = []
-
-    wm, ifca = c("IFCA → MR-MTL", r0), c("IFCA", r0)
-    m = _margin(wm, ifca, tol)
-    out.append(PaperCheck(f"(a) mask {r0:g}: IFCA-warm-started MR-MTL matches IFCA",
-                          abs(wm["mean"] - ifca["mean"]) <= m,
-                          f"{_fmt(wm)} vs {_fmt(ifca)} (margin {m:.3f})"))
-    top = max((c(k, r0) for k in KINDS), key=lambda x: x["mean"])
-    leaders = [k for k in ("IFCA", "IFCA → MR-MTL") if top["mean"] - c(k, r0)["mean"] <= _margin(top, c(k, r0), tol)]
-    out.append(PaperCheck(f"(a) mask {r0:g}: IFCA and its MR-MTL warm start are the best",
-                          len(leaders) > 0,
-                          f"best {top['label']} {_fmt(top)}; within the margin: {', '.join(leaders) or 'neither'}"))
-    wl, loc = c("IFCA → Local", r0), c("Local", r0)
-    m = _margin(wl, loc, tol)
-    out.append(PaperCheck(f"(a) mask {r0:g}: warm-starting local training gains nothing",
-                          wl["mean"] - loc["mean"] <= m,
-                          f"IFCA → Local {_fmt(wl)} vs Local {_fmt(loc)} (margin {m:.3f})"))
-
+    out: list[CheckStatus] = []
+    as_status = lambda p: CheckStatus(p.name, HOLDS if p.holds else FAILS, p.detail)  # noqa: E731
+    if r0 in done:
+        out += [as_status(p) for p in _checks_a(t, r0, tol)]
+    else:
+        out += [CheckStatus(n, PENDING, pending_detail([r0])) for n in _name_a(r0)]
     for r in ratios[1:]:
-        mr = max((c("MR-MTL", r), c("IFCA → MR-MTL", r)), key=lambda x: x["mean"])
-        rivals = [k for k in ("Local", "FedAvg", "IFCA", "IFCA → Local")
-                  if c(k, r)["mean"] - mr["mean"] > _margin(mr, c(k, r), tol)]
-        out.append(PaperCheck(f"(b) mask {r:g}: MR-MTL (plain or warm-started) is the best",
-                              not rivals,
-                              f"{mr['label']} {_fmt(mr)}; " + ("no other method above it beyond the margin" if not rivals
-                                                               else "beaten by " + ", ".join(
-                                                                   f"{k} {_fmt(c(k, r))}" for k in rivals))))
-
-    gain = {r: c("IFCA → MR-MTL", r)["mean"] - c("MR-MTL", r)["mean"] for r in ratios}
-    se = lambda r: math.sqrt(_se(c("IFCA → MR-MTL", r)) ** 2 + _se(c("MR-MTL", r)) ** 2)  # noqa: E731
-    m = max(tol, 2 * math.sqrt(se(r0) ** 2 + se(r_max) ** 2)) if math.isfinite(se(r0) + se(r_max)) else tol
-    out.append(PaperCheck(f"(c) the warm start's gain shrinks from mask {r0:g} to {r_max:g}",
-                          gain[r0] - gain[r_max] > m,
-                          "gain over MR-MTL: " + ", ".join(f"{gain[r]:+.3f} at {r:g}" for r in ratios)
-                          + f" (margin {m:.3f})"))
-
-    edges = []
-    for kind in ("MR-MTL", "IFCA → MR-MTL"):
-        for r in ratios:
-            cell = c(kind, r)
-            if len(cell["lams"]) < 3 or cell["lam"] in (min(cell["lams"]), max(cell["lams"])):
-                edges.append(f"{kind} at mask {r:g}: λ = {cell['lam']:g} of {list(cell['lams'])}")
-    out.append(PaperCheck("(d) every best λ lies inside the λ grid", not edges,
-                          "all interior" if not edges else "; ".join(edges)))
+        out.append(as_status(_check_b(t, r, tol)) if r in done
+                   else CheckStatus(_name_b(r), PENDING, pending_detail([r])))
+    if r0 in done and r_max in done:
+        out.append(as_status(_check_c(t, [r for r in ratios if r in done], tol)))
+    else:
+        out.append(CheckStatus(_name_c(r0, r_max), PENDING, pending_detail([r0, r_max])))
+    if done:
+        d = _check_d(t, done)
+        rest = [r for r in ratios if r not in done]
+        detail = d.detail + (f" (on mask {', '.join(f'{r:g}' for r in done)}; mask "
+                             f"{', '.join(f'{r:g}' for r in rest)} pending)" if rest else "")
+        out.append(CheckStatus(d.name, HOLDS if d.holds else FAILS, detail))
+    else:
+        out.append(CheckStatus(NAME_D, PENDING, pending_detail(ratios)))
     return out
+
+
+def fig6_status_html(columns: "dict[str, Sequence[CheckStatus]]") -> str:
+    """An HTML table of :func:`fig6_status` results: a row per check, a column per entry of ``columns`` (e.g. one per
+    privacy level: ``{"ε = 4": [...], "without DP": [...]}``, each list naming the same checks in the same order);
+    a cell is the status in bold, then its numbers."""
+    import html
+
+    cols = list(columns.items())
+    if not cols:
+        raise ValueError("columns must hold at least one list of checks")
+    names = [s.name for s in cols[0][1]]
+    if any([s.name for s in v] != names for _, v in cols):
+        raise ValueError("columns must name the same checks in the same order")
+    head = "".join(f"<th>{html.escape(k)}</th>" for k, _ in cols)
+    body = []
+    for i, name in enumerate(names):
+        cells = "".join(f"<td><b>{html.escape(v[i].status)}</b>: {html.escape(v[i].detail)}</td>" for _, v in cols)
+        body.append(f"<tr><td>{html.escape(name)}</td>{cells}</tr>")
+    return f"<table><thead><tr><th>check</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"

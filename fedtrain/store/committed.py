@@ -147,24 +147,26 @@ class CommittedStore:
         self._by_config: dict[str, list[str]] = {}
         for name, info in self.manifest.get("files", {}).items():
             path = self.root / name
+            # a file of its own computation (a real-image grid) names the commands that regenerate it
+            regen = info.get("regenerate") or REGENERATE_COMMAND
             version = info.get("engine_version")
             if version != ENGINE_VERSION:
                 raise StaleStoreError(
                     f"results store {path} was written by engine version {version}, but this checkout's engine is "
                     f"version {ENGINE_VERSION} (fedtrain.config.ENGINE_VERSION): its rows no longer reproduce. "
-                    f"Regenerate the store with {REGENERATE_COMMAND}")
+                    f"Regenerate the store with {regen}")
             try:
                 raw = path.read_bytes()
             except OSError as exc:
                 raise StaleStoreError(f"results store file {path} (listed in {mpath}) is missing or unreadable "
-                                      f"({exc.strerror or exc}); regenerate it with {REGENERATE_COMMAND}") from None
+                                      f"({exc.strerror or exc}); regenerate it with {regen}") from None
             if hashlib.sha256(raw).hexdigest() != info.get("sha256"):
                 raise StaleStoreError(f"results store file {path} does not match the SHA-256 in {mpath} (edited or "
-                                      f"truncated); regenerate it with {REGENERATE_COMMAND}")
+                                      f"truncated); regenerate it with {regen}")
             doc = json.loads(gzip.decompress(raw).decode("utf-8"))
             if doc.get("engine_version") != ENGINE_VERSION:
                 raise StaleStoreError(f"results store {path} was written by engine version {doc.get('engine_version')}"
-                                      f", not {ENGINE_VERSION}; regenerate it with {REGENERATE_COMMAND}")
+                                      f", not {ENGINE_VERSION}; regenerate it with {regen}")
             self.docs[name] = doc
             for i, row in enumerate(doc["rows"]):
                 self._index[row["key"]] = (name, i)

@@ -77,3 +77,93 @@ def test_bad_input_is_a_clear_error():
         fig6_checks(rows, 4.0, tol=-1)
     with pytest.raises(ValueError, match="config.method"):
         fig6_kind(SimpleNamespace(method="ditto", lam=0.0))
+
+
+# --------------------------------------------------------------------------------------------------
+# a grid still being computed (fig6_status, complete_blocks) on the real-image grid's configurations
+# --------------------------------------------------------------------------------------------------
+def _fashion_like(kind, ratio, lam):
+    """:func:`paper_like` on the fig6-fashion λ grid (0.01 ... 1): λ = 0.1, inside the grid, is the best."""
+    return paper_like(kind, ratio, 0.0) + (0.0 if lam in (0.0, 0.1) else -0.03)
+
+
+def _grid_rows(acc, keep=lambda c: True):
+    """Planted results of the fig6-fashion grid's configurations kept by ``keep`` (seed 1 0.004 above seed 0);
+    ``acc(kind, ratio, lam)`` the planted accuracy."""
+    from fedtrain.presets import deep_grid
+    from fedtrain.testing import fake_result
+
+    return [fake_result(c, acc(fig6_kind(c), c.dataset_options["mask_ratio"], c.lam) + (0.002 if c.seed else -0.002),
+                        metric="accuracy") for c in deep_grid("fig6-fashion") if keep(c)]
+
+
+def test_status_on_the_whole_grid_is_the_checks():
+    from fedtrain.fig6_checks import FAILS, HOLDS, fig6_status
+    from fedtrain.presets import deep_grid
+
+    rows = _grid_rows(_fashion_like)
+    full = fig6_checks(rows, 4.0)
+    status = fig6_status(rows, deep_grid("fig6-fashion"), 4.0)
+    assert [s.name for s in status] == [c.name for c in full]
+    assert [s.status for s in status] == [HOLDS if c.holds else FAILS for c in full]
+    assert [s.detail for s in status] == [c.detail for c in full]
+    assert all(s.holds for s in status)
+
+
+def test_status_reads_complete_seeds_only_and_says_what_is_pending():
+    from fedtrain.fig6_checks import HOLDS, PENDING, complete_blocks, fig6_status
+    from fedtrain.presets import REAL_IMAGE_GRIDS, deep_grid
+
+    grid = deep_grid("fig6-fashion")
+    # seed 0 done at mask 0; seed 0 at mask 0.25 lacks one run; nothing else
+    keep = lambda c: c.seed == 0 and (c.dataset_options["mask_ratio"] == 0.0 or (  # noqa: E731
+        c.dataset_options["mask_ratio"] == 0.25 and not (c.method == "mrmtl" and c.lam == 1.0)))
+    rows = _grid_rows(_fashion_like, keep)
+    kept, counts = complete_blocks(rows, grid, 4.0)
+    per = sum(c.eps == 4.0 and c.seed == 0 and c.dataset_options["mask_ratio"] == 0.0 for c in grid)  # runs a block
+    assert per == 3 + 2 * len(REAL_IMAGE_GRIDS["fig6-fashion"]["lams"]) + 1
+    assert counts[(0.0, 0)] == (per, per) and counts[(0.25, 0)] == (per - 1, per) and counts[(0.5, 1)] == (0, per)
+    assert {c.config.dataset_options["mask_ratio"] for c in kept} == {0.0} and len(kept) == per
+    status = {s.name: s for s in fig6_status(rows, grid, 4.0)}
+    a = [s for n, s in status.items() if n.startswith("(a)")]
+    assert len(a) == 3 and all(s.status == HOLDS and s.holds for s in a)
+    assert all("(1 seed)" in s.detail for s in a)
+    b = [s for n, s in status.items() if n.startswith("(b)")]
+    assert [s.status for s in b] == [PENDING, PENDING] and all(s.holds is None for s in b)
+    assert f"mask 0.25: {per - 1} of {2 * per} runs" in b[0].detail
+    c = next(s for n, s in status.items() if n.startswith("(c)"))
+    assert c.status == PENDING and c.detail.endswith(f"mask 0.5: 0 of {2 * per} runs")  # mask 0 is in
+    d = next(s for n, s in status.items() if n.startswith("(d)"))
+    assert d.status == HOLDS and "on mask 0; mask 0.25, 0.5 pending" in d.detail
+    # a planted edge (MR-MTL best at λ = 0.01 without masks) is caught on the complete seed
+    edge = _grid_rows(lambda k, r, lam: _fashion_like(k, r, lam) + (0.2 if k == "MR-MTL" and lam == 0.01 else 0), keep)
+    d = next(s for s in fig6_status(edge, grid, 4.0) if s.name.startswith("(d)"))
+    assert d.status == "does not hold" and "MR-MTL at mask 0: λ = 0.01" in d.detail
+    # nothing complete: every check pending
+    none = fig6_status(rows[:5], grid, 4.0)
+    assert all(s.status == PENDING for s in none) and len(none) == len(status)
+
+
+def test_status_bad_input():
+    from fedtrain.fig6_checks import fig6_status
+    from fedtrain.presets import deep_grid
+
+    with pytest.raises(ValueError, match="eps must be a privacy level of the grid"):
+        fig6_status([], deep_grid("fig6-fashion"), 8.0)
+    with pytest.raises(ValueError, match="tol must be"):
+        fig6_status([], deep_grid("fig6-fashion"), 4.0, tol=-0.1)
+
+
+def test_status_table_names_every_check_and_status():
+    from fedtrain.fig6_checks import fig6_status, fig6_status_html
+    from fedtrain.presets import deep_grid
+
+    grid = deep_grid("fig6-fashion")
+    rows = _grid_rows(_fashion_like, lambda c: c.seed == 0 and c.dataset_options["mask_ratio"] == 0.0)
+    cols = {"ε = 4": fig6_status(rows, grid, 4.0), "without DP": fig6_status(rows, grid, math.inf)}
+    html = fig6_status_html(cols)
+    assert html.count("<tr>") == 1 + len(cols["ε = 4"]) and "<th>without DP</th>" in html
+    assert html.count("<b>holds</b>") == 8 and html.count("<b>pending</b>") == 6  # (a) x 3 and (d); (b) x 2 and (c)
+    assert "IFCA → Local" in html and "&lt;" not in html
+    with pytest.raises(ValueError, match="same checks"):
+        fig6_status_html({"a": cols["ε = 4"], "b": cols["ε = 4"][:2]})

@@ -100,3 +100,76 @@ def test_co_clustering_agreement():
     assert co_clustering_agreement([0, 1, 2, 3], [0, 0, 0, 0]) == 0.0
     with pytest.raises(ValueError, match="assign and groups"):
         co_clustering_agreement([0, 1], [0, 1, 2])
+
+
+# --------------------------------------------------------------------------------------------------
+# Fig. 6 on the real-image grid (fedtrain.figures.plot_fig6, plot_fig6_lambda_profile), planted rows
+# --------------------------------------------------------------------------------------------------
+def _fashion_rows(keep=lambda c: True):
+    """Planted fig6-fashion results: MR-MTL best at λ = 0.1 (inside the grid), seed 1 0.004 above seed 0."""
+    from fedtrain.fig6_checks import fig6_kind
+
+    base = {"Local": 0.60, "FedAvg": 0.40, "IFCA": 0.75, "IFCA → Local": 0.60, "MR-MTL": 0.70,
+            "IFCA → MR-MTL": 0.74}
+    rows = []
+    for c in deep_grid("fig6-fashion"):
+        if keep(c):
+            v = (base[fig6_kind(c)] - 0.1 * c.dataset_options["mask_ratio"] - (0.0 if c.lam in (0.0, 0.1) else 0.03)
+                 - (0.1 if math.isfinite(c.eps) else 0.0) + (0.002 if c.seed else -0.002))
+            rows.append(fake_result(c, v, metric="accuracy", num_silos=40,
+                                    data={"name": c.dataset, "real": True, "num_silos": 40, "train_size": 20000,
+                                          "info": {"num_groups": 4}}))
+    return rows
+
+
+def test_plot_fig6_panels_lines_best_lambda_and_seed_counts():
+    from fedtrain.figures import fig6_setting_text, plot_fig6
+
+    # both seeds at mask 0, seed 0 only at the other masks
+    rows = _fashion_rows(lambda c: c.seed == 0 or c.dataset_options["mask_ratio"] == 0.0)
+    fig = plot_fig6(rows)
+    axes = fig.axes
+    assert [a.get_title().split("\n")[0] for a in axes] == ["ε = 4 per silo", "non-private"]
+    assert all(a.get_title().endswith("1–2 seeds per point") for a in axes)
+    lines = {l.get_label(): l for l in axes[0].get_lines() if not l.get_label().startswith("_")}
+    assert set(lines) == {"Local", "FedAvg", "IFCA", "MR-MTL", "IFCA → Local", "IFCA → MR-MTL"}
+    assert lines["IFCA → MR-MTL"].get_linestyle() == "--" and lines["MR-MTL"].get_linestyle() == "-"
+    assert list(lines["MR-MTL"].get_ydata()) == pytest.approx([0.6, 0.573, 0.548], abs=1e-9)  # mean of the seeds
+    texts = [t.get_text() for t in axes[0].texts]
+    assert texts.count("λ=0.1") == 6  # the best λ of MR-MTL and IFCA → MR-MTL at each mask ratio
+    foot = fig.texts[-1].get_text()
+    assert foot == fig6_setting_text(rows)
+    for part in ("rotated-masked-fashion (real data)", "40 silos in 4 rotation groups", "500 training images per silo",
+                 "T=40 rounds", "η=0.1", "B=100", "C=1", "δ=1e-07", "{4, ∞ (no DP)}", "RDP accountant",
+                 "add/remove-one", "seeds present: 0, 1"):
+        assert part in foot, part
+    # one seed everywhere: no error bars, open markers, said in the titles
+    one = plot_fig6(_fashion_rows(lambda c: c.seed == 0 and c.dataset_options["mask_ratio"] == 0.0))
+    assert all(a.get_title().endswith("1 seed per point") for a in one.axes)
+    assert "seeds present: 0" in one.texts[-1].get_text()
+    # a privacy level with no run yet
+    empty = plot_fig6(_fashion_rows(lambda c: c.eps == 4.0), eps_values=[4.0, math.inf])
+    assert any(t.get_text() == "no runs yet" for t in empty.axes[1].texts)
+    with pytest.raises(ValueError, match="at least one run"):
+        plot_fig6([])
+    nothing = plot_fig6([], eps_values=[4.0, math.inf])  # a grid with no complete seed yet
+    assert all(any(t.get_text() == "no runs yet" for t in a.texts) for a in nothing.axes)
+
+
+def test_plot_fig6_lambda_profile_marks_the_best_lambda():
+    from fedtrain.figures import plot_fig6_lambda_profile
+
+    rows = _fashion_rows(lambda c: c.dataset_options["mask_ratio"] in (0.0, 0.5))
+    fig = plot_fig6_lambda_profile(rows, eps_values=[4.0])
+    (ax,) = [a for a in fig.axes]
+    lams = DEEP_FIGURES["fig6-fashion"]["full"]["lams"]
+    assert 0.1 in lams and min(lams) < 0.1 < max(lams)  # the planted best λ lies inside the grid
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0"] + [f"{lam:g}" for lam in lams]
+    stars = [l for l in ax.get_lines() if l.get_marker() == "*"]
+    assert len(stars) == 4  # (MR-MTL, IFCA → MR-MTL) x 2 mask ratios
+    assert all(s.get_xdata()[0] == pytest.approx(math.log10(0.1)) for s in stars)
+    assert ax.get_title().endswith("2 seeds per point")
+    with pytest.raises(ValueError, match="λ > 0"):
+        plot_fig6_lambda_profile([r for r in rows if r.config.method == "local"])
+    nothing = plot_fig6_lambda_profile([], eps_values=[4.0])
+    assert any(t.get_text() == "no runs yet" for t in nothing.axes[0].texts)
