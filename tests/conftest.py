@@ -7,6 +7,12 @@ from pathlib import Path
 
 import pytest
 
+
+#: Tests that retrain a committed row of a real-image grid (minutes on one core) run only with ``FEDBOOK_SLOW=1``.
+SLOW_ENV = "FEDBOOK_SLOW"
+slow = pytest.mark.skipif(os.environ.get(SLOW_ENV, "0").strip() != "1",
+                          reason=f"retrains a committed real-image run (minutes on one core): set {SLOW_ENV}=1")
+
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 # the on-disk calibration cache (fedtheory.privacy.calibration) of the test session: a fresh folder,

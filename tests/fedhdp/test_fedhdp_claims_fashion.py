@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 from pathlib import Path
 
@@ -24,11 +23,11 @@ from fedtrain.fedhdp.config import FedHDPConfig
 from fedtrain.fedhdp.experiments import check_claims, load_provenance, load_results
 from fedtrain.presets import FEDHDP_GRIDS, fedhdp_grid
 from fedtrain.results import row_key
+from tests.conftest import slow
 
 ROOT = Path(__file__).resolve().parents[2]
 SAVED = ROOT / "book" / "data" / "fedhdp_claims_fashion.json"
 GRID = "claims-fashion"
-SLOW = os.environ.get("FEDBOOK_SLOW", "0").strip() == "1"
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +145,7 @@ def test_claims_outcomes_are_what_the_chapter_states(rows):
     assert _outcomes(checks) == CHAPTER_OUTCOMES
 
 
-@pytest.mark.skipif(not SLOW, reason="retrains one committed 200-round run (minutes on one core): FEDBOOK_SLOW=1")
+@slow
 def test_a_committed_fashion_row_reproduces(rows, current_identity):
     """One committed row, drawn at random with a fixed seed among the runs that train (r > 0 or a baseline), is
     retrained from its config and gives its stored metrics (rel 1e-5: float32 summation order may differ by CPU)."""

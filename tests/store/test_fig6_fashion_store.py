@@ -2,7 +2,7 @@
 ``benchmarks/run_real_image_grids.py GRID --pack DIR``) on fake rows, and the committed file ``results/`` holds.
 
 ``test_committed_fig6_fashion_row_reproduces`` retrains one committed row of the grid chosen at random (a ConvNet
-run of minutes on one core); it runs only with ``FEDBOOK_SLOW_TESTS=1`` (the draw's seed is printed; set
+run of minutes on one core); it runs only with ``FEDBOOK_SLOW=1`` (the draw's seed is printed; set
 ``FEDBOOK_RESULTS_SAMPLE_SEED`` to repeat it).  The grid's rows were computed one run at a time, as the test
 recomputes them, so the numbers must agree within float32 rounding (``rtol = 1e-5``).
 """
@@ -24,9 +24,10 @@ from fedtrain.presets import deep_grid
 from fedtrain.results import (DEFAULT_RESULTS_DIR, MANIFEST, CommittedStore, ResultsStore, ResultsStoreError,
                               StaleStoreError)
 from fedtrain.testing import fake_result
+from tests.conftest import slow
 
 GRID = "fig6-fashion"
-SLOW_ENV, SEED_ENV = "FEDBOOK_SLOW_TESTS", "FEDBOOK_RESULTS_SAMPLE_SEED"
+SEED_ENV = "FEDBOOK_RESULTS_SAMPLE_SEED"
 IDENTITY = {"files": {"train-images-idx3-ubyte": "0" * 64}}
 
 
@@ -168,7 +169,7 @@ def test_committed_fig6_fashion_rows_belong_to_the_grid_and_the_counts_are_right
             assert "add/remove" in r.adjacency
 
 
-@pytest.mark.skipif(os.environ.get(SLOW_ENV) != "1", reason=f"retrains a ConvNet run (minutes): set {SLOW_ENV}=1")
+@slow
 def test_committed_fig6_fashion_row_reproduces(committed):
     """One committed row of the grid, drawn at random, retrained alone gives the stored numbers."""
     from fedtrain.engine import run
