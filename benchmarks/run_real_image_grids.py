@@ -19,7 +19,10 @@ Usage (background, lowest priority, one core; the store lives outside the reposi
 
 ``--pack DIR`` trains nothing: it writes the grid's rows present in the work store into the committed store ``DIR``
 (:func:`fedtrain.book_results.pack_grid`: ``<dataset>.json.gz`` and its ``MANIFEST.json`` entry, saying how many of
-the grid's runs are in and which are missing); rerun it as the grid grows.
+the grid's runs are in and which are missing); rerun it as the grid grows.  It also archives every row of the work
+store, byte for byte, in ``DIR/raw/<grid>.jsonl.gz`` (:func:`fedtrain.store.archive.archive_rows`); a later
+computing start writes the archived rows its work store lacks back into it (:func:`~fedtrain.store.archive.restore_rows`,
+each checked against its key), so a fresh machine resumes the grid instead of recomputing it.
 """
 from __future__ import annotations
 
@@ -28,6 +31,15 @@ import os
 import sys
 import time
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def RAW_ARCHIVE(grid: str) -> Path:  # noqa: N802 (a path constant, by grid)
+    """The committed archive of a grid's work-store rows (:func:`fedtrain.store.archive.archive_rows`), written by
+    ``--pack results`` and read back into an empty or partial work store before a grid computes."""
+    return REPO / "results" / "raw" / f"{grid}.jsonl.gz"
+
 
 #: Where the grids' work stores live: outside the repository, so that a fresh checkout can resume them.
 DEFAULT_ROOT = Path(os.environ.get("FEDBOOK_RUNS_DIR") or Path.home() / ".cache" / "fedbook-runs")
@@ -50,6 +62,7 @@ def parse(argv=None):
 
 def main(argv=None) -> int:
     from fedtrain.presets import REAL_IMAGE_GRIDS
+    from fedtrain.store.archive import archive_rows, restore_rows
 
     args = parse(argv)
     store = Path(args.store or DEFAULT_ROOT / args.grid)
@@ -64,7 +77,13 @@ def main(argv=None) -> int:
                           command=f"python benchmarks/run_real_image_grids.py {args.grid} --pack {args.pack}")
         print(f"{args.grid}: packed {entry['present']} of {entry['grid_runs']} runs into {args.pack}/{entry['file']} "
               f"({entry['missing']} missing, {entry['left_out']} rows outside the grid left out)", flush=True)
+        archive = Path(args.pack) / "raw" / f"{args.grid}.jsonl.gz"
+        print(f"{args.grid}: archived the work store's {archive_rows(store, archive)} rows, as stored, in {archive}",
+              flush=True)
         return 0
+    if not args.status and RAW_ARCHIVE(args.grid).exists():  # a fresh machine resumes from the committed rows
+        restored = restore_rows(RAW_ARCHIVE(args.grid), store)
+        print(f"{args.grid}: restored {restored} rows from {RAW_ARCHIVE(args.grid).relative_to(REPO)}", flush=True)
     if args.grid in REAL_IMAGE_GRIDS:
         return _deep(args.grid, store, seeds, args.status, [m for m in args.first.split(",") if m])
     return _fedhdp(args.grid, store, seeds, args.status)

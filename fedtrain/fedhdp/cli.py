@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Sequence, TextIO
 
 import numpy as np
@@ -37,6 +38,7 @@ from fedtrain.fedhdp.config import FedHDPConfig
 from fedtrain.fedhdp.experiments import (SCALES, check_claims, experiment_configs, grid_provenance, grid_rows,
                                          run_experiment, save_results)
 from fedtrain.fedhdp.tables import format_table, table_rows
+from fedtrain.presets import FEDHDP_GRIDS, fedhdp_grid
 from fedtrain.results import ResultsStore
 
 __all__ = ["run_configs", "configure_claims_parser", "run_claims"]
@@ -91,8 +93,6 @@ def run_configs(configs: Sequence[FedHDPConfig], data_dir: str | None, as_json: 
 
 def configure_claims_parser(p: argparse.ArgumentParser) -> None:
     """``fedtrain fedhdp-claims``'s arguments."""
-    from fedtrain.presets import FEDHDP_GRIDS
-
     which = p.add_mutually_exclusive_group()
     which.add_argument("--scale", choices=tuple(SCALES), default=None,
                        help="experiment scale on the non-IID digits, trained where the store lacks a run "
@@ -112,8 +112,6 @@ def configure_claims_parser(p: argparse.ArgumentParser) -> None:
 
 def _grid_command(args: argparse.Namespace) -> str:
     """The command line that regenerates the grid's file (a store under the home folder written with ``~``)."""
-    from pathlib import Path
-
     store = str(args.results)
     home = str(Path.home())
     if store == home or store.startswith(home + "/"):
@@ -126,8 +124,6 @@ def _grid_command(args: argparse.Namespace) -> str:
 def run_claims(args: argparse.Namespace) -> int:
     """``fedtrain fedhdp-claims``: the claims' experiment, its tables and checks; returns the exit status."""
     if args.grid is not None:
-        from fedtrain.presets import FEDHDP_GRIDS, fedhdp_grid
-
         if args.results is None:
             print(f"fedtrain fedhdp-claims: --grid {args.grid} needs --results DIR, the store the grid was computed "
                   f"into (python benchmarks/run_real_image_grids.py {args.grid})", file=sys.stderr)
@@ -149,7 +145,8 @@ def run_claims(args: argparse.Namespace) -> int:
         label, target = f"grid {args.grid}", FEDHDP_GRIDS[args.grid]["target_epsilon"]
         if args.save:
             save_results(rows, args.save, grid=args.grid, command=_grid_command(args),
-                         provenance=grid_provenance(rows, args.grid, command=_grid_command(args),
+                         provenance=grid_provenance(rows, args.grid, target_epsilon=target,
+                                                    command=_grid_command(args),
                                                     rows_commit=args.rows_commit, missing=len(missing)))
     else:
         scale = args.scale or "claims"

@@ -39,11 +39,15 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from fedtheory.atomic_io import write_text_atomic
+from fedtrain.config import ENGINE_VERSION
+from fedtrain.data.files import DatasetNotFoundError
+from fedtrain.data.noniid_fashion import nonprivate_distinct_share
 from fedtrain.data.registry import load_dataset
 from fedtrain.encoding import decode_float
+from fedtrain.fedhdp.accounting import group_epsilon
 from fedtrain.fedhdp.config import FEDHDP_METHODS, FedHDPConfig
 from fedtrain.methods.registry import CLIENT, method_spec
-from fedtrain.results import ResultsStore, row_key
+from fedtrain.results import ResultsStore, git_commit, row_key
 
 __all__ = ["PAPER_TABLE2", "SCALES", "method_configs", "experiment_configs", "run_experiment", "grid_rows", "load_results",
            "load_provenance", "grid_provenance", "grid_setting", "opted_out_share", "save_results", "ClaimCheck", "check_claims", "format_checks",
@@ -196,11 +200,12 @@ def _rows_commits(rows: Sequence[dict]) -> str:
     return ", ".join(f"{c} ({n} run{'s' * (n != 1)})" for c, n in sorted(counts.items()))
 
 
-def grid_provenance(rows: Sequence[dict], grid: str, *, command: str, rows_commit: str | None = None,
-                    missing: int = 0) -> dict:
+def grid_provenance(rows: Sequence[dict], grid: str, *, target_epsilon: float, command: str,
+                    rows_commit: str | None = None, missing: int = 0) -> dict:
     """What a saved grid records next to its runs (:func:`save_results`), read from the rows themselves.
 
-    ``grid``: its name in :data:`fedtrain.presets.FEDHDP_GRIDS` (its target ε is taken from there); ``command``: the
+    ``grid``: its name in :data:`fedtrain.presets.FEDHDP_GRIDS`; ``target_epsilon``: the ε its noise was calibrated
+    to (that entry's ``target_epsilon``; ``ValueError`` unless positive and finite); ``command``: the
     command that writes the file; ``rows_commit``: the commit(s) of the code that computed the rows, for rows that
     do not record it (a row's ``provenance``, written by :meth:`fedtrain.results.ResultsStore.put`, names its commit;
     default: the commits the rows name, rows without one counted as "not recorded"); ``missing``: runs of the grid
@@ -208,12 +213,8 @@ def grid_provenance(rows: Sequence[dict], grid: str, *, command: str, rows_commi
     Records the engine version, the data's identities per dataset, the noise multiplier z, the target ε and the ε
     the private group actually spent (largest over runs, with the accountant, δ and adjacency the rows name), and
     the runs' wall-clock seconds."""
-    from fedtrain.config import ENGINE_VERSION
-    from fedtrain.presets import FEDHDP_GRIDS
-    from fedtrain.results import git_commit
-
-    if grid not in FEDHDP_GRIDS:
-        raise ValueError(f"grid must be one of {', '.join(map(repr, FEDHDP_GRIDS))} (got {grid!r})")
+    if not (isinstance(target_epsilon, (int, float)) and 0.0 < float(target_epsilon) < math.inf):
+        raise ValueError(f"target_epsilon must be a positive finite number (got {target_epsilon!r})")
     if not rows:
         raise ValueError("rows must not be empty")
     spent = [decode_float(r["privacy"]["groups"]["private"]["epsilon"]) for r in rows
@@ -231,7 +232,7 @@ def grid_provenance(rows: Sequence[dict], grid: str, *, command: str, rows_commi
         "sample_rate": _one([r["config"]["sample_rate"] for r in rows], "sample rate"),
         "rounds": _one([r["config"]["rounds"] for r in rows], "number of rounds"),
         "seeds": sorted({int(r["config"]["seed"]) for r in rows}),
-        "target_epsilon": FEDHDP_GRIDS[grid]["target_epsilon"],
+        "target_epsilon": float(target_epsilon),
         "epsilon_spent": max(spent) if spent else None,
         "accountant": _one([r["privacy"]["accountant"] for r in rows], "accountant"),
         "delta": _one([r["privacy"]["delta"] for r in rows], "delta"),
@@ -264,9 +265,6 @@ def opted_out_share(dataset: str, rows: Sequence[dict] = (), *, data_dir: str | 
     (``data.info``; ``ValueError`` if they differ).  Where a file dataset is absent
     (:class:`~fedtrain.data.files.DatasetNotFoundError`) the recorded count is returned, with
     ``source="recorded"``.  Returns ``held``, ``total``, ``share`` and ``source``."""
-    from fedtrain.data.files import DatasetNotFoundError
-    from fedtrain.data.noniid_fashion import nonprivate_distinct_share
-
     recorded = {(r["data"]["info"].get("nonprivate_distinct_images"), r["data"]["info"].get("distinct_train_images"))
                 for r in rows if r["config"]["dataset"] == dataset and "info" in r.get("data", {})}
     recorded.discard((None, None))
@@ -349,8 +347,6 @@ def _gap(f, b) -> tuple[float, float]:
 
 def _recomputed_epsilon(row: dict, accountant: str | None = None) -> float:
     """The private group's ε of ``row`` recomputed from its released rounds (accountant: the row's, or ``accountant``)."""
-    from fedtrain.fedhdp.accounting import group_epsilon
-
     p = row["privacy"]
     return group_epsilon(decode_float(p["effective_noise_multiplier"]), float(p["sample_rate"]),
                          int(p["groups"]["private"]["rounds_released"]), float(p["delta"]),

@@ -85,21 +85,23 @@ def test_claim6_recomputes_epsilon_and_compares_with_the_target():
 
 def test_grid_provenance_reads_the_rows():
     rows = _grid({0.0: 40.0, 0.1: 80.0}, {0.0: 10.0, 0.1: 80.0})
-    p = grid_provenance(rows, "claims-fashion", command="cmd", rows_commit="abc", missing=2)
+    p = grid_provenance(rows, "claims-fashion", target_epsilon=3.6, command="cmd", rows_commit="abc", missing=2)
     assert p["epsilon_spent"] == EPS and p["noise_multiplier"] == Z and p["missing_runs"] == 2 and p["seeds"] == [0, 1, 2]
     assert p["seconds_per_run"]["median"] == 11.0 and p["data_identity"]["a"] == {"files": {"a": "0" * 8}}
-    with pytest.raises(ValueError, match="grid must be one of"):
-        grid_provenance(rows, "nope", command="cmd")
+    assert p["target_epsilon"] == 3.6
+    for bad in (0.0, -1.0, math.inf, "3.6"):
+        with pytest.raises(ValueError, match="target_epsilon must be a positive finite number"):
+            grid_provenance(rows, "claims-fashion", target_epsilon=bad, command="cmd")
     # without rows_commit: the commits the rows' provenance names, counted; rows without one say so
     for r in rows[:3]:
         r["provenance"] = {"commit": "c1"}
     rows[3]["provenance"] = {"commit": "c2"}
     n = len(rows)
-    assert grid_provenance(rows, "claims-fashion", command="cmd")["rows_commit"] == \
+    assert grid_provenance(rows, "claims-fashion", target_epsilon=3.6, command="cmd")["rows_commit"] == \
         f"c1 (3 runs), c2 (1 run), not recorded ({n - 4} runs)"
     rows[0]["config"]["noise_multiplier"] = 2.0
     with pytest.raises(ValueError, match="noise multiplier"):
-        grid_provenance(rows, "claims-fashion", command="cmd")
+        grid_provenance(rows, "claims-fashion", target_epsilon=3.6, command="cmd")
 
 
 def test_personal_accuracy_weights_groups_by_clients():
