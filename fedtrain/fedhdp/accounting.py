@@ -33,7 +33,7 @@ from fedtheory.privacy.accountants import get_accountant
 from fedtheory.privacy.events import DpEvent, dpsgd_event
 
 __all__ = ["CLIENT_ADJACENCY", "UNACCOUNTED", "update_noise_multiplier", "effective_noise_multiplier",
-           "group_event", "group_epsilon", "PAPER_PRIVACY", "delta_bound", "check_group_delta"]
+           "group_event", "group_epsilon", "rounds_within", "PAPER_PRIVACY", "delta_bound", "check_group_delta"]
 
 #: The adjacency notion of every ε of a client-level run.
 CLIENT_ADJACENCY = ("client-level DP: add/remove one client (its whole dataset) of a private group; "
@@ -116,3 +116,22 @@ def group_epsilon(noise_multiplier: float, sample_rate: float, rounds: int, delt
     if noise_multiplier <= 0:
         return math.inf
     return float(get_accountant(accountant).epsilon(group_event(noise_multiplier, sample_rate, rounds), delta))
+
+
+def rounds_within(epsilon: float, noise_multiplier: float, sample_rate: float, delta: float,
+                  accountant: str = "rdp", *, max_rounds: int = 100_000) -> int:
+    """The largest number of rounds T with :func:`group_epsilon` (T) ≤ ``epsilon`` (client-level add/remove, the
+    named accountant): a bisection on T, since ε grows with the rounds.  0 if one round already costs more;
+    ``ValueError`` for a non-positive ``epsilon`` or ``noise_multiplier``, or if ``max_rounds`` rounds still fit."""
+    if not 0.0 < float(epsilon) < math.inf:
+        raise ValueError(f"epsilon must be a positive finite number (got {epsilon!r})")
+    if not float(noise_multiplier) > 0.0:
+        raise ValueError(f"noise_multiplier must be > 0 (got {noise_multiplier!r}); without noise no round is private")
+    fits = lambda t: group_epsilon(noise_multiplier, sample_rate, t, delta, accountant) <= epsilon  # noqa: E731
+    if fits(max_rounds):
+        raise ValueError(f"max_rounds={max_rounds} rounds still cost at most epsilon={epsilon}; raise max_rounds")
+    lo, hi = 0, max_rounds  # fits(lo), not fits(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo

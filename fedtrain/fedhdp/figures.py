@@ -10,55 +10,7 @@ from fedtrain.encoding import decode_float
 from fedtrain.fedhdp.config import FEDHDP_METHODS
 from fedtrain.methods.registry import method_spec
 
-__all__ = ["plot_accuracy_vs_ratio", "plot_claims_vs_ratio", "personal_accuracy", "plot_theory_link"]
-
-
-def _series(rows, dataset, method, key="acc_g"):
-    out: dict[float, list[float]] = {}
-    for r in rows:
-        c = r["config"]
-        if c["dataset"] == dataset and c["method"] == method:
-            ratio = float(c["ratio"]) if method_spec(method).takes_ratio else 1.0
-            out.setdefault(ratio, []).append(decode_float(r["metrics"][key]))
-    xs = sorted(out)
-    mean = np.array([np.mean(out[x]) for x in xs])
-    sd = np.array([np.std(out[x], ddof=1) if len(out[x]) > 1 else 0.0 for x in xs])
-    return np.array(xs), mean, sd
-
-
-def plot_accuracy_vs_ratio(rows: Sequence[dict], datasets=("noniid-digits", "noniid-digits-skewed"), *,
-                           title: str = ""):
-    """Global accuracy (mean ± sd over seeds) of FedHDP against r, one panel per dataset, with the baselines as lines."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 3.8), sharey=True)
-    axes = np.atleast_1d(axes)
-    with_ratio = [method_spec(m) for m in FEDHDP_METHODS if method_spec(m).takes_ratio]
-    # the methods without r as lines: the private ones first, then the non-private baseline
-    lines = sorted((method_spec(m) for m in FEDHDP_METHODS if not method_spec(m).takes_ratio),
-                   key=lambda s: not s.private)
-    for ax, ds in zip(axes, datasets):
-        for spec in with_ratio:
-            xs, m, s = _series(rows, ds, spec.name)
-            shown = np.where(xs > 0, xs, xs[xs > 0].min() / 4 if (xs > 0).any() else 1e-3)
-            ax.errorbar(shown, m, yerr=s, marker="o", capsize=3, color=spec.color, label=f"{spec.label} (r on the axis)")
-            if (xs == 0).any():
-                ax.annotate("r = 0", (shown[0], m[0]), textcoords="offset points", xytext=(6, -4), fontsize=8)
-        for spec in lines:
-            bx, bm, bs = _series(rows, ds, spec.name)
-            label = spec.label + (" (r = 1)" if len(spec.groups) == 2 else "")
-            if bm.size:
-                ax.axhline(bm[0], color=spec.color, ls="--", lw=1, label=f"{label}: {bm[0]:.1f} ± {bs[0]:.1f}")
-        ax.set_xscale("log")
-        ax.set_xlabel("weight ratio r = w_p / w_np (log scale; r = 0 drawn at the left)")
-        ax.set_title(ds)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
-    axes[0].set_ylabel("global-model accuracy Acc_g (%)")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig
+__all__ = ["plot_claims_vs_ratio", "personal_accuracy", "plot_theory_link"]
 
 
 def personal_accuracy(row: dict) -> float:

@@ -165,3 +165,20 @@ def test_the_digit_scale_still_runs_from_its_store(tmp_path, monkeypatch, capsys
     assert load_provenance(out) == {"scale": "claims", "command": "fedtrain fedhdp-claims --scale claims"}
     key = lambda rs: sorted(json.dumps([r["config"], r["metrics"]], sort_keys=True) for r in rs)  # noqa: E731
     assert key(load_results(out)) == key(rows)
+
+
+def test_rounds_within_is_the_last_round_inside_the_budget():
+    from fedtrain.fedhdp.accounting import rounds_within
+
+    for acc in ("rdp", "pld"):
+        t = rounds_within(1.0, 1.5, 0.05, 1e-4, acc)
+        assert group_epsilon(1.5, 0.05, t, 1e-4, acc) <= 1.0 < group_epsilon(1.5, 0.05, t + 1, 1e-4, acc)
+    # the calibrated grid: z = 1.133 fits exactly its 200 rounds within the paper's 3.6 (RDP)
+    assert rounds_within(3.6, Z, Q, DELTA) == T
+    assert rounds_within(1e-3, 1.5, 0.05, 1e-4) == 0  # one round already costs more
+    for kw, match in (({"epsilon": 0.0}, "epsilon must be"), ({"noise_multiplier": 0.0}, "noise_multiplier must be")):
+        args = {"epsilon": 1.0, "noise_multiplier": 1.5, "sample_rate": 0.05, "delta": 1e-4, **kw}
+        with pytest.raises(ValueError, match=match):
+            rounds_within(**args)
+    with pytest.raises(ValueError, match="raise max_rounds"):
+        rounds_within(100.0, 5.0, 0.05, 1e-4, max_rounds=10)
