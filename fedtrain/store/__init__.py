@@ -6,7 +6,8 @@
 * :mod:`fedtrain.store.working`: the working store of sweeps (:class:`~fedtrain.results.ResultsStore`,
   one JSON file per run, written atomically, resumable);
 * :mod:`fedtrain.store.committed`: the compact committed form (:func:`~fedtrain.results.pack_rows`) and
-  the read-only store the book reads (:class:`~fedtrain.results.CommittedStore`).
+  the read-only store the book reads (:class:`~fedtrain.results.CommittedStore`);
+* :mod:`fedtrain.store.archive`: a working store's rows, byte for byte, in one committed file, and back.
 
 Orchestrating the book's grids into these stores is the experiments layer's job (:mod:`fedtrain.book_results`).
 """
