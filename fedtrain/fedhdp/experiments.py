@@ -436,12 +436,16 @@ def format_checks(checks: Sequence[ClaimCheck]) -> str:
 def paper_comparison(rows: Sequence[dict], plain: str, skewed: str) -> str:
     """A Markdown table setting the paper's Table 2 (:data:`PAPER_TABLE2`) next to ``rows``: per dataset FedHDP's
     best r and, there, ``Acc_g``, ``Δ_g`` and ``Δ_l``; the baselines' ``Acc_g``; FedHDP's ``Acc_g`` at r = 0.  The
-    values from ``rows`` are means ± sd over seeds (``ddof=1``); the paper's are single runs."""
+    values from ``rows`` are means ± sd over seeds (``ddof=1``; "(every seed)" where the seeds agree exactly, "± <0.01"
+    where the sd rounds to zero); the paper's are single runs."""
     fedhdp = _ratio_method()
 
     def here(ds, method, key, ratio=None):
         m, se, n = _ms(_by(rows, ds, method, ratio), key)
-        return f"{m:.2f} ± {se * math.sqrt(n):.2f}" if n > 1 else f"{m:.2f}"
+        if n <= 1:
+            return f"{m:.2f}"
+        sd = se * math.sqrt(n)
+        return f"{m:.2f} (every seed)" if sd == 0 else f"{m:.2f} ± {sd:.2f}" if sd >= 0.005 else f"{m:.2f} ± <0.01"
 
     lines = ["| quantity | paper: non-IID MNIST | here: " + plain + " | paper: skewed MNIST | here: " + skewed + " |",
              "|---|---|---|---|---|"]

@@ -20,7 +20,7 @@ from fedtrain.data.files import DatasetNotFoundError
 from fedtrain.encoding import decode_float
 from fedtrain.fedhdp.accounting import group_epsilon
 from fedtrain.fedhdp.config import FedHDPConfig
-from fedtrain.fedhdp.experiments import check_claims, load_provenance, load_results
+from fedtrain.fedhdp.experiments import PAPER_TABLE2, check_claims, load_provenance, load_results, paper_comparison
 from fedtrain.presets import FEDHDP_GRIDS, fedhdp_grid
 from fedtrain.results import row_key
 from tests.conftest import slow
@@ -143,6 +143,18 @@ def test_claims_outcomes_are_what_the_chapter_states(rows):
     checks = check_claims(rows, plain="noniid-fashion", skewed="noniid-fashion-skewed",
                           epsilon_target=FEDHDP_GRIDS[GRID]["target_epsilon"])
     assert _outcomes(checks) == CHAPTER_OUTCOMES
+
+
+def test_paper_comparison_sets_table_2_beside_the_runs_without_zero_spreads(rows):
+    plain, skewed = FEDHDP_GRIDS[GRID]["datasets"]
+    table = paper_comparison(rows, plain, skewed)
+    lines = table.splitlines()
+    assert len(lines) == 2 + 8 and all(line.count("|") == 6 for line in lines)  # header, rule, 8 quantities
+    for k in ("plain", "skewed"):
+        assert all(f"{PAPER_TABLE2[k][q]:g}" in table for q in ("fedhdp_acc_g", "dp-fedavg", "r0_acc_g"))
+    assert "± 0.00" not in table  # a spread that rounds to zero says so instead
+    r0 = next(line for line in lines if line.startswith("| FedHDP Acc_g at r = 0"))
+    assert r0.split("|")[5].strip() == "10.00 (every seed)"  # skewed data, r = 0: the opted-out class only
 
 
 @slow
