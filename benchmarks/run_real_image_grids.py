@@ -63,6 +63,7 @@ def parse(argv=None):
 def main(argv=None) -> int:
     from fedtrain.presets import REAL_IMAGE_GRIDS
     from fedtrain.store.archive import archive_rows, restore_rows
+    from fedtrain.store.layout import shown_path
 
     args = parse(argv)
     store = Path(args.store or DEFAULT_ROOT / args.grid)
@@ -83,7 +84,7 @@ def main(argv=None) -> int:
         return 0
     if not args.status and RAW_ARCHIVE(args.grid).exists():  # a fresh machine resumes from the committed rows
         restored = restore_rows(RAW_ARCHIVE(args.grid), store)
-        print(f"{args.grid}: restored {restored} rows from {RAW_ARCHIVE(args.grid).relative_to(REPO)}", flush=True)
+        print(f"{args.grid}: restored {restored} rows from {shown_path(RAW_ARCHIVE(args.grid))}", flush=True)
     if args.grid in REAL_IMAGE_GRIDS:
         return _deep(args.grid, store, seeds, args.status, [m for m in args.first.split(",") if m])
     return _fedhdp(args.grid, store, seeds, args.status)

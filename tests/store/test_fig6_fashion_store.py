@@ -192,3 +192,33 @@ def test_committed_fig6_fashion_row_reproduces(committed):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(again.noise_multipliers, stored.noise_multipliers, rtol=1e-12)
     np.testing.assert_array_equal(again.steps, stored.steps)
+
+
+def _runner():
+    """benchmarks/run_real_image_grids.py as a module (the benchmarks folder is not a package)."""
+    import importlib.util
+
+    path = DEFAULT_RESULTS_DIR.parent / "benchmarks" / "run_real_image_grids.py"
+    spec = importlib.util.spec_from_file_location("run_real_image_grids", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_runner_archives_with_pack_and_a_fresh_store_resumes_from_the_archive(tmp_path, monkeypatch, capsys):
+    runner = _runner()
+    grid = deep_grid(GRID)
+    work = _work(tmp_path, grid)  # the whole grid, fake rows: nothing is left to train
+    out = _committed_copy(tmp_path)
+    assert runner.main([GRID, "--store", str(work.root), "--pack", str(out)]) == 0
+    archive = out / "raw" / f"{GRID}.jsonl.gz"
+    assert len(gzip.decompress(archive.read_bytes()).splitlines()) == len(grid)
+    # a fresh machine: an empty work store, the committed archive where the runner looks for it
+    monkeypatch.setattr(runner, "RAW_ARCHIVE", lambda g: archive)
+    monkeypatch.setattr("fedtrain.sweep.run_sweep", lambda *a, **k: pytest.fail("the runner trained a stored run"))
+    fresh = tmp_path / "fresh"
+    assert runner.main([GRID, "--store", str(fresh)]) == 0
+    said = capsys.readouterr().out
+    assert f"restored {len(grid)} rows" in said and f"{len(grid)} of {len(grid)} runs" in said
+    for f in work.root.glob("*.json"):
+        assert (fresh / f.name).read_bytes() == f.read_bytes()
