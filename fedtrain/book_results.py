@@ -213,6 +213,28 @@ def compute_preset(preset: str, *, work: str | os.PathLike | None = None, pack: 
     return out
 
 
+def _keys_by_config(store: ResultsStore) -> dict[str, list[str]]:
+    """The store's row keys grouped by their config part (one config trained on different data has several)."""
+    by_config: dict[str, list[str]] = {}
+    for key in store.keys():
+        by_config.setdefault(key.split("-")[0], []).append(key)
+    return by_config
+
+
+def _the_stored_row(store: ResultsStore, found: list[str], run: str) -> dict | None:
+    """The one row of a config (``found``: its keys in ``store``), read and checked against its key; ``None`` if
+    there is none; :class:`ResultsStoreError` naming the run (``run``) if it was trained on different data."""
+    if len(found) > 1:
+        raise ResultsStoreError(f"working store {store.root} holds {len(found)} rows of {run}, trained on different "
+                                f"data ({', '.join(found)}); keep the one the committed store should hold")
+    if not found:
+        return None
+    path = store._path(found[0])
+    row = store._read(path)
+    check_row_key(row, path.stem, str(path))
+    return row
+
+
 def pack_store(preset: str, *, work: str | os.PathLike | None = None, out: str | os.PathLike | None = None) -> dict:
     """Write the committed store of ``preset`` to ``out`` from the working stores in ``work`` (every row must be
     there: :func:`compute_preset` first).  Returns the manifest's ``files``."""
@@ -222,22 +244,14 @@ def pack_store(preset: str, *, work: str | os.PathLike | None = None, out: str |
     files = {}
     for name, scale, configs in preset_targets(preset):
         store = ResultsStore(work / name)
-        by_config: dict[str, list[str]] = {}
-        for key in store.keys():
-            by_config.setdefault(key.split("-")[0], []).append(key)
+        by_config = _keys_by_config(store)
         rows = []
         for c in configs:
-            found = by_config.get(c.key(), [])
-            if len(found) > 1:
-                raise ResultsStoreError(f"working store {store.root} holds {len(found)} rows of {c.method} eps={c.eps} "
-                                        f"lam={c.lam} lr={c.lr} seed={c.seed}, trained on different data "
-                                        f"({', '.join(found)}); keep the one the committed store should hold")
-            path = store._path(found[0]) if found else None
-            if path is None:
+            row = _the_stored_row(store, by_config.get(c.key(), []),
+                                  f"{c.method} eps={c.eps} lam={c.lam} lr={c.lr} seed={c.seed}")
+            if row is None:
                 raise ValueError(f"working store {store.root} lacks {c.method} eps={c.eps} lam={c.lam} lr={c.lr} "
                                  f"seed={c.seed} (and maybe more); run fedtrain sweep --preset {preset} first")
-            row = store._read(path)
-            check_row_key(row, path.stem, str(path))
             rows.append(row)
         figures = list(DATASET_FIGURES.get(name, ("theory",)))
         doc = pack_rows(rows, name=name, dataset=configs[0].dataset, scale=scale, figures=figures, preset=preset)
@@ -338,23 +352,15 @@ def pack_grid(grid: str, *, work: str | os.PathLike, out: str | os.PathLike | No
     if not store.root.is_dir():
         raise ValueError(f"working store {store.root} of grid {grid} does not exist (compute it with "
                          f"python benchmarks/run_real_image_grids.py {grid})")
-    by_config: dict[str, list[str]] = {}
-    for key in store.keys():
-        by_config.setdefault(key.split("-")[0], []).append(key)
+    by_config = _keys_by_config(store)
     rows, missing = [], []
     for c in configs:
-        found = by_config.pop(c.key(), [])
-        if len(found) > 1:
-            raise ResultsStoreError(f"working store {store.root} holds {len(found)} rows of {c.method} eps={c.eps} "
-                                    f"lam={c.lam} seed={c.seed} mask={c.dataset_options.get('mask_ratio')}, trained "
-                                    f"on different data ({', '.join(found)}); keep the one to commit")
-        if not found:
+        row = _the_stored_row(store, by_config.pop(c.key(), []),
+                              f"{c.method} eps={c.eps} lam={c.lam} seed={c.seed} mask={c.dataset_options.get('mask_ratio')}")
+        if row is None:
             missing.append(c)
-            continue
-        path = store._path(found[0])
-        row = store._read(path)
-        check_row_key(row, path.stem, str(path))
-        rows.append(row)
+        else:
+            rows.append(row)
     if not rows:
         raise ValueError(f"working store {store.root} holds no run of grid {grid} (0 of {len(configs)})")
     identities = {key.split("-")[1] for key in (r["key"] for r in rows)}

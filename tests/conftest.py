@@ -43,3 +43,20 @@ def school_path() -> Path:
     if not path.exists():
         pytest.skip(f"real School data not found at {path}")
     return path
+
+
+def store_that_must_not_train(rows: list, folder: Path, monkeypatch: pytest.MonkeyPatch, what: str):
+    """A results store holding the client-level ``rows`` (dicts of a saved FedHDP file), with FedHDP's trainer
+    replaced by one that fails the test: ``what`` is served from the store or it is an error."""
+    from fedtrain.fedhdp import trainer
+    from fedtrain.results import ResultsStore
+
+    store = ResultsStore(folder)
+    for r in rows:
+        store.put(trainer.FedHDPResult.from_dict(r))
+
+    def no_training(*args, **kwargs):
+        raise AssertionError(f"{what} trained a stored run")
+
+    monkeypatch.setattr(trainer, "train", no_training)
+    return store

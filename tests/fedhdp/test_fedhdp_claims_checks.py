@@ -144,20 +144,11 @@ def test_the_digit_scale_still_runs_from_its_store(tmp_path, monkeypatch, capsys
     from pathlib import Path
 
     from fedtrain.cli import main
-    from fedtrain.fedhdp import trainer
     from fedtrain.fedhdp.experiments import load_provenance, load_results
-    from fedtrain.fedhdp.trainer import FedHDPResult
-    from fedtrain.results import ResultsStore
+    from tests.conftest import store_that_must_not_train
 
     rows = load_results(Path(__file__).resolve().parents[2] / "book" / "data" / "fedhdp_claims.json")
-    store = ResultsStore(tmp_path / "store")
-    for r in rows:
-        store.put(FedHDPResult.from_dict(r))
-
-    def no_training(*args, **kwargs):
-        raise AssertionError("a stored run was trained again")
-
-    monkeypatch.setattr(trainer, "train", no_training)
+    store = store_that_must_not_train(rows, tmp_path / "store", monkeypatch, "fedtrain fedhdp-claims --scale claims")
     out = tmp_path / "digits.json"
     assert main(["fedhdp-claims", "--scale", "claims", "--results", str(store.root), "--save", str(out)]) == 0
     text = capsys.readouterr().out

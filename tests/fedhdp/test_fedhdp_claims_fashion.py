@@ -23,7 +23,7 @@ from fedtrain.fedhdp.config import FedHDPConfig
 from fedtrain.fedhdp.experiments import PAPER_TABLE2, check_claims, load_provenance, load_results, paper_comparison
 from fedtrain.presets import FEDHDP_GRIDS, fedhdp_grid
 from fedtrain.results import row_key
-from tests.conftest import slow
+from tests.conftest import slow, store_that_must_not_train
 
 ROOT = Path(__file__).resolve().parents[2]
 SAVED = ROOT / "book" / "data" / "fedhdp_claims_fashion.json"
@@ -178,18 +178,8 @@ def test_a_committed_fashion_row_reproduces(rows, current_identity):
 def test_the_command_serves_the_grid_from_a_store_trains_nothing_and_refuses_an_incomplete_grid(
         rows, tmp_path, monkeypatch, capsys, current_identity):
     from fedtrain.cli import main
-    from fedtrain.fedhdp import trainer
-    from fedtrain.fedhdp.trainer import FedHDPResult
-    from fedtrain.results import ResultsStore
 
-    store = ResultsStore(tmp_path / "store")
-    for r in rows:
-        store.put(FedHDPResult.from_dict(r))
-
-    def no_training(*args, **kwargs):
-        raise AssertionError("fedtrain fedhdp-claims --grid trained a run")
-
-    monkeypatch.setattr(trainer, "train", no_training)
+    store = store_that_must_not_train(rows, tmp_path / "store", monkeypatch, "fedtrain fedhdp-claims --grid")
     cmd = ["fedhdp-claims", "--grid", GRID, "--results", str(store.root), "--rows-commit", "abc"]
     full = tmp_path / "full.json"
     assert main(cmd + ["--save", str(full)]) == 0

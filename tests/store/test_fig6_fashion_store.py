@@ -132,6 +132,12 @@ def test_pack_grid_refuses_what_it_cannot_pack(tmp_path):
     _work(tmp_path, grid[2:4], identity={"files": {"train-images-idx3-ubyte": "1" * 64}})
     with pytest.raises(ResultsStoreError, match="2 different data"):
         pack_grid(GRID, work=tmp_path / "work", out=out)
+    # one run of the grid trained twice, on different data: the packer will not choose
+    _work(tmp_path, grid[:1], identity={"files": {"train-images-idx3-ubyte": "1" * 64}})
+    c = grid[0]
+    with pytest.raises(ResultsStoreError, match=rf"holds 2 rows of {c.method} eps={c.eps} lam={c.lam} seed={c.seed} "
+                                                r"mask=0.0, trained on different data"):
+        pack_grid(GRID, work=tmp_path / "work", out=out)
 
 
 # --------------------------------------------------------------------------------------------------
