@@ -80,7 +80,12 @@ def _margin(a: dict, b: dict, tol: float) -> float:
 
 
 def _fmt(cell: dict) -> str:
-    return f"{cell['mean']:.3f}" + (f" ± {_se(cell):.3f}" if cell["n"] > 1 else " (1 seed)")
+    """Mean ± SE over seeds at 3 decimals; an SE that rounds to zero reads "± <0.001" (seeds that agree to the
+    digits shown), one seed "(1 seed)"."""
+    if cell["n"] <= 1:
+        return f"{cell['mean']:.3f} (1 seed)"
+    se = _se(cell)
+    return f"{cell['mean']:.3f} ± " + (f"{se:.3f}" if se >= 0.0005 else "<0.001")
 
 
 def _name_a(r0: float) -> list[str]:

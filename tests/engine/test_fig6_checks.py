@@ -167,3 +167,11 @@ def test_status_table_names_every_check_and_status():
     assert "IFCA → Local" in html and "&lt;" not in html
     with pytest.raises(ValueError, match="same checks"):
         fig6_status_html({"a": cols["ε = 4"], "b": cols["ε = 4"][:2]})
+
+
+def test_a_spread_that_rounds_to_zero_is_not_printed_as_zero():
+    from fedtrain.fig6_checks import _fmt
+
+    assert _fmt({"mean": 0.5, "std": 0.0, "n": 2}) == "0.500 ± <0.001"
+    assert _fmt({"mean": 0.5, "std": 0.01 * math.sqrt(2), "n": 2}) == "0.500 ± 0.010"
+    assert _fmt({"mean": 0.5, "std": math.nan, "n": 1}) == "0.500 (1 seed)"
