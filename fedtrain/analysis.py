@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.engine import RunResult
 
 __all__ = [
+    "spread_text",
     "warm_start_label",
     "co_clustering_agreement",
     "best_by_setting",
@@ -264,3 +265,10 @@ def paired_z(t: Mapping[str, Any], *, num_silos: int, tau: float) -> tuple[np.nd
     fed = np.asarray(t["fedavg_runs"], dtype=float) - fedavg_mse(runs[0], tau**2, num_silos)
     n = runs.shape[1]
     return diff.mean(1) / (diff.std(1, ddof=1) / np.sqrt(n)), float(fed.mean() / (fed.std(ddof=1) / np.sqrt(n)))
+
+
+def spread_text(spread: float, digits: int) -> str:
+    """A spread over seeds (sd or SE) at ``digits`` decimals, for a table or a check's numbers: one that rounds to
+    zero at those digits reads ``<0.001`` (at 3 digits), never ``0.000``, which would claim more than the seeds show."""
+    unit = 10.0 ** -int(digits)
+    return f"{spread:.{digits}f}" if spread >= unit / 2 else f"<{unit:.{digits}f}"

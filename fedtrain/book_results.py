@@ -65,9 +65,9 @@ def theory_rows(store: CommittedStore) -> dict:
 def store_note(store: CommittedStore, name: str) -> str:
     """Caption text (two lines) saying which store a figure read: file, engine version, commit; scale, repeats."""
     info = store.info(name)
-    commits = ", ".join(c[:7] + ("+dirty" if c.endswith("+dirty") else "") for c in info.get("commits", []))
     if info.get("grid"):
         return grid_store_note(store, info["grid"])
+    commits = ", ".join(c[:7] + ("+dirty" if c.endswith("+dirty") else "") for c in info.get("commits", []))
     if name == "theory":
         g = THEORY_GRIDS[info["scale"]]
         grid = f"{info['scale']} grid: {g['datasets']} datasets"
@@ -375,15 +375,16 @@ def pack_grid(grid: str, *, work: str | os.PathLike, out: str | os.PathLike | No
     command = command or f"python benchmarks/run_real_image_grids.py {grid} --pack {shown_path(out)}"
     spec = REAL_IMAGE_GRIDS[grid]
     figures = [grid]
+    digest = grid_digest(grid)
     doc = pack_rows(rows, name=spec["dataset"], dataset=spec["dataset"], scale=GRID_SCALE, figures=figures,
-                    grid=grid, grid_digest=grid_digest(grid), grid_runs=len(configs), present=len(rows),
+                    grid=grid, grid_digest=digest, grid_runs=len(configs), present=len(rows),
                     missing=[_run_text(c) for c in missing], left_out=left_out, pack_command=command)
     out.mkdir(parents=True, exist_ok=True)
     write_json_gz_atomic(out / fname, doc)
     raw = (out / fname).read_bytes()
     identity = data_identity(rows[0].get("data") or {})
     entry = {"name": spec["dataset"], "dataset": spec["dataset"], "scale": GRID_SCALE, "figures": figures,
-             "grid": grid, "grid_digest": grid_digest(grid), "grid_runs": len(configs), "present": len(rows),
+             "grid": grid, "grid_digest": digest, "grid_runs": len(configs), "present": len(rows),
              "missing": len(missing), "missing_by_cell": by_cell, "left_out": left_out, "rows": len(rows),
              "bytes": len(raw),
              "sha256": hashlib.sha256(raw).hexdigest(), "engine_version": ENGINE_VERSION,

@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from fedtrain.analysis import best_by_setting
+from fedtrain.analysis import best_by_setting, spread_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.config import RunConfig
@@ -55,11 +55,15 @@ def fig6_kind(config: "RunConfig") -> str:
     return names[m]
 
 
+def _is_eps(c: Any, eps: float) -> bool:
+    return c.eps == eps or (math.isinf(eps) and math.isinf(c.eps))
+
+
 def fig6_table(rows: Iterable["RunResult"], eps: float) -> dict[tuple[str, float], dict[str, Any]]:
     """``{(kind, mask ratio): best cell}`` at privacy level ``eps`` (``math.inf``: without privacy); a cell as in
     :func:`fedtrain.analysis.best_by_setting` (``mean``, ``std``, ``n``, ``lam``, ``lr``) plus ``lams``: the λ
     values run for that cell."""
-    rows = [r for r in rows if r.config.eps == eps or (math.isinf(eps) and math.isinf(r.config.eps))]
+    rows = [r for r in rows if _is_eps(r.config, eps)]
     if not rows:
         raise ValueError(f"no runs at eps={eps!r}")
     mask = lambda c: float(c.dataset_options.get("mask_ratio", 0.0))  # noqa: E731
@@ -84,8 +88,7 @@ def _fmt(cell: dict) -> str:
     digits shown), one seed "(1 seed)"."""
     if cell["n"] <= 1:
         return f"{cell['mean']:.3f} (1 seed)"
-    se = _se(cell)
-    return f"{cell['mean']:.3f} ± " + (f"{se:.3f}" if se >= 0.0005 else "<0.001")
+    return f"{cell['mean']:.3f} ± {spread_text(_se(cell), 3)}"
 
 
 def _name_a(r0: float) -> list[str]:
@@ -194,10 +197,6 @@ class CheckStatus:
 
 def _mask(c: Any) -> float:
     return float(c.dataset_options.get("mask_ratio", 0.0))
-
-
-def _is_eps(c: Any, eps: float) -> bool:
-    return c.eps == eps or (math.isinf(eps) and math.isinf(c.eps))
 
 
 def complete_blocks(rows: Iterable["RunResult"], configs: Sequence["RunConfig"],

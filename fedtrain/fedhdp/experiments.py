@@ -39,6 +39,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from fedtheory.atomic_io import write_text_atomic
+from fedtrain.analysis import spread_text
 from fedtrain.config import ENGINE_VERSION
 from fedtrain.data.files import DatasetNotFoundError
 from fedtrain.data.noniid_fashion import nonprivate_distinct_share
@@ -397,7 +398,8 @@ def check_claims(rows: Sequence[dict], plain: str = "noniid-digits",
         best = _ms(_by(rows, skewed, fedhdp, rs), "acc_g")
         out.append(ClaimCheck("4: r=0 collapses in the skewed case", bool(z[0] < 20.0 and z[0] < best[0] - 2 * best[1]),
                               f"Acc_g at r=0: {z[0]:.2f} ± {z[1]:.2f} vs {best[0]:.2f} at r={rs:g}"))
-    dp, hdp = _private_baselines()[:2] if len(_private_baselines()) >= 2 else (None, None)
+    baselines = _private_baselines()
+    dp, hdp = baselines[:2] if len(baselines) >= 2 else (None, None)
     for ds in [plain] + ([skewed] if skewed else []):
         a, b = _by(rows, ds, dp), _by(rows, ds, hdp)
         if not a or not b:
@@ -445,7 +447,7 @@ def paper_comparison(rows: Sequence[dict], plain: str, skewed: str) -> str:
         if n <= 1:
             return f"{m:.2f}"
         sd = se * math.sqrt(n)
-        return f"{m:.2f} (every seed)" if sd == 0 else f"{m:.2f} ± {sd:.2f}" if sd >= 0.005 else f"{m:.2f} ± <0.01"
+        return f"{m:.2f} (every seed)" if sd == 0 else f"{m:.2f} ± {spread_text(sd, 2)}"
 
     lines = ["| quantity | paper: non-IID MNIST | here: " + plain + " | paper: skewed MNIST | here: " + skewed + " |",
              "|---|---|---|---|---|"]

@@ -175,3 +175,10 @@ def test_a_spread_that_rounds_to_zero_is_not_printed_as_zero():
     assert _fmt({"mean": 0.5, "std": 0.0, "n": 2}) == "0.500 ± <0.001"
     assert _fmt({"mean": 0.5, "std": 0.01 * math.sqrt(2), "n": 2}) == "0.500 ± 0.010"
     assert _fmt({"mean": 0.5, "std": math.nan, "n": 1}) == "0.500 (1 seed)"
+
+
+def test_spread_text_never_prints_a_zero_spread():
+    from fedtrain.analysis import spread_text
+
+    assert spread_text(0.0123, 3) == "0.012" and spread_text(0.0005, 3) == "0.001"
+    assert spread_text(0.0004, 3) == "<0.001" and spread_text(0.0, 2) == "<0.01"
