@@ -23,6 +23,14 @@ the grid's runs are in and which are missing); rerun it as the grid grows.  It a
 store, byte for byte, in ``DIR/raw/<grid>.jsonl.gz`` (:func:`fedtrain.store.archive.archive_rows`); a later
 computing start writes the archived rows its work store lacks back into it (:func:`~fedtrain.store.archive.restore_rows`,
 each checked against its key), so a fresh machine resumes the grid instead of recomputing it.
+
+On a machine with many cores (a real-image grid only)::
+
+    python benchmarks/run_real_image_grids.py fig6-fashion --workers 15 --stop-by 540
+
+starts 15 processes of one thread each (``--shard i/15``: the i-th of every 15 runs missing at the start), and
+``--stop-by S`` makes each start no run that its last run's duration says would end more than S seconds after the
+process started (for a machine lent for a fixed time; what is cut off is left for the next start).
 """
 from __future__ import annotations
 
@@ -55,6 +63,12 @@ def parse(argv=None):
     p.add_argument("--pack", default=None, metavar="DIR",
                    help="pack the grid's finished rows into the committed store DIR (e.g. results); train nothing")
     p.add_argument("--seeds", default=None, help="comma-separated seeds to restrict to (default: the grid's)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="compute the missing runs in N single-thread processes (a real-image grid; default: this one)")
+    p.add_argument("--shard", default=None, metavar="I/N",
+                   help="compute only the I-th of every N runs missing at the start (0 <= I < N); --workers sets it")
+    p.add_argument("--stop-by", type=float, default=None, metavar="S",
+                   help="start no run expected (from the last run's duration) to end later than S seconds after start")
     p.add_argument("--first", default="", help="comma-separated methods to run first within each seed "
                    "(e.g. ifca: its cluster recovery decides whether the warm-started runs mean anything)")
     return p.parse_args(argv)
@@ -66,6 +80,12 @@ def main(argv=None) -> int:
     from fedtrain.store.layout import shown_path
 
     args = parse(argv)
+    started = time.perf_counter()
+    shard = _shard(args.shard)
+    if args.workers is not None and (args.workers < 1 or args.shard is not None):
+        raise SystemExit(f"--workers must be an integer >= 1, without --shard (got {args.workers}, shard {args.shard})")
+    if args.stop_by is not None and not args.stop_by > 0:
+        raise SystemExit(f"--stop-by must be a positive number of seconds (got {args.stop_by})")
     store = Path(args.store or DEFAULT_ROOT / args.grid)
     seeds = None if args.seeds is None else [int(s) for s in args.seeds.split(",")]
     if args.pack is not None:
@@ -85,12 +105,52 @@ def main(argv=None) -> int:
     if not args.status and RAW_ARCHIVE(args.grid).exists():  # a fresh machine resumes from the committed rows
         restored = restore_rows(RAW_ARCHIVE(args.grid), store)
         print(f"{args.grid}: restored {restored} rows from {shown_path(RAW_ARCHIVE(args.grid))}", flush=True)
-    if args.grid in REAL_IMAGE_GRIDS:
-        return _deep(args.grid, store, seeds, args.status, [m for m in args.first.split(",") if m])
-    return _fedhdp(args.grid, store, seeds, args.status)
+    if args.grid not in REAL_IMAGE_GRIDS:
+        if args.workers is not None or shard is not None or args.stop_by is not None:
+            raise SystemExit(f"--workers, --shard and --stop-by compute the real-image grids "
+                             f"({', '.join(sorted(REAL_IMAGE_GRIDS))}), not {args.grid}")
+        return _fedhdp(args.grid, store, seeds, args.status)
+    if args.workers is not None and not args.status:
+        return _spawn(args, store, argv)
+    stop_at = None if args.stop_by is None else started + args.stop_by
+    return _deep(args.grid, store, seeds, args.status, [m for m in args.first.split(",") if m], shard, stop_at)
 
 
-def _deep(grid: str, folder: Path, seeds, status_only: bool, first=()) -> int:
+def _shard(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    try:
+        i, n = (int(v) for v in text.split("/"))
+    except ValueError:
+        raise SystemExit(f"--shard must be I/N with integers 0 <= I < N (got {text!r})") from None
+    if not 0 <= i < n:
+        raise SystemExit(f"--shard must be I/N with integers 0 <= I < N (got {text!r})")
+    return i, n
+
+
+def _spawn(args, store: Path, argv) -> int:
+    """Run ``args.workers`` copies of this script, each with ``--shard i/N`` and one thread; return the worst status."""
+    import subprocess
+
+    rest = [a for a in (sys.argv[1:] if argv is None else list(argv))]
+    i = 0
+    keep = []
+    while i < len(rest):  # drop --workers N / --workers=N; the store is passed explicitly
+        a = rest[i]
+        if a == "--workers" or a == "--store":
+            i += 2
+            continue
+        if not (a.startswith("--workers=") or a.startswith("--store=")):
+            keep.append(a)
+        i += 1
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    procs = [subprocess.Popen([sys.executable, str(Path(__file__).resolve()), *keep, "--store", str(store),
+                               "--shard", f"{k}/{args.workers}"], env=env) for k in range(args.workers)]
+    print(f"{args.grid}: {args.workers} workers started", flush=True)
+    return max(p.wait() for p in procs)
+
+
+def _deep(grid: str, folder: Path, seeds, status_only: bool, first=(), shard=None, stop_at=None) -> int:
     from fedtrain.presets import deep_grid
     from fedtrain.results import ResultsStore
     from fedtrain.sweep import run_sweep
@@ -102,17 +162,27 @@ def _deep(grid: str, folder: Path, seeds, status_only: bool, first=()) -> int:
     print(f"{grid}: {done} of {len(configs)} runs in {folder}", flush=True)
     if status_only:
         return 0
+    todo = []
     for seed in order:
         part = [c for c in configs if c.seed == seed]
         part.sort(key=lambda c: c.method not in first)  # stable: the grid's order otherwise
-        for c in part:  # one run per call: each finished run is stored before the next starts
-            if store.has(c):
-                continue
-            t0 = time.perf_counter()
-            row = run_sweep([c], store=store, chunk_size=1, progress=False)[0]
-            done += 1
-            print(f"[{done}/{len(configs)}] {c.method} mask={c.dataset_options.get('mask_ratio')} eps={c.eps} "
-                  f"lam={c.lam} seed={c.seed}: {row.test_metric:.4f} ({time.perf_counter() - t0:.0f} s)", flush=True)
+        todo.extend(c for c in part if not store.has(c))
+    if shard is not None:
+        todo = todo[shard[0]::shard[1]]
+    last = 0.0
+    for c in todo:  # one run per call: each finished run is stored before the next starts
+        if store.has(c):
+            continue
+        if stop_at is not None and time.perf_counter() + last > stop_at:
+            print(f"{grid}: stopping ({len(todo)} runs in this share; the rest are left for the next start)",
+                  flush=True)
+            break
+        t0 = time.perf_counter()
+        row = run_sweep([c], store=store, chunk_size=1, progress=False)[0]
+        last = time.perf_counter() - t0
+        done += 1
+        print(f"[{done}/{len(configs)}] {c.method} mask={c.dataset_options.get('mask_ratio')} eps={c.eps} "
+              f"lam={c.lam} seed={c.seed}: {row.test_metric:.4f} ({last:.0f} s)", flush=True)
     return 0
 
 

@@ -228,3 +228,34 @@ def test_the_runner_archives_with_pack_and_a_fresh_store_resumes_from_the_archiv
     assert f"restored {len(grid)} rows" in said and f"{len(grid)} of {len(grid)} runs" in said
     for f in work.root.glob("*.json"):
         assert (fresh / f.name).read_bytes() == f.read_bytes()
+
+
+def test_the_runners_shards_split_the_missing_runs_and_stop_by_starts_no_run_past_its_limit(tmp_path, monkeypatch,
+                                                                                         capsys):
+    runner = _runner()
+    grid = deep_grid(GRID)
+    work = _work(tmp_path, grid[:-7])  # 7 runs missing
+    missing = sorted(grid[-7:], key=lambda c: c.seed)  # the runner's order: seed by seed, the grid's within
+    monkeypatch.setattr(runner, "RAW_ARCHIVE", lambda g: tmp_path / "no-archive.jsonl.gz")
+    trained = []
+    clock = [0.0]
+
+    def fake_sweep(configs, store, **kw):  # each run "takes" 100 s of the runner's clock
+        clock[0] += 100.0
+        trained.extend(configs)
+        return [fake_result(configs[0], 0.5, metric="accuracy", num_silos=3, identity=IDENTITY)]
+
+    monkeypatch.setattr("fedtrain.sweep.run_sweep", fake_sweep)
+    monkeypatch.setattr(runner.time, "perf_counter", lambda: clock[0])
+    assert runner.main([GRID, "--store", str(work.root), "--shard", "1/3"]) == 0
+    assert [c.key() for c in trained] == [c.key() for c in missing[1::3]]  # the 2nd and 5th
+    trained.clear()
+    clock[0] = 0.0
+    # shard 0/3 holds 3 runs; a limit of 250 s: after two runs (200 s, the last 100 s) a third would end at 300 s
+    assert runner.main([GRID, "--store", str(work.root), "--shard", "0/3", "--stop-by", "250"]) == 0
+    assert [c.key() for c in trained] == [c.key() for c in missing[0::3][:2]]
+    assert "stopping" in capsys.readouterr().out
+    for bad in (["--shard", "3/3"], ["--shard", "a/b"], ["--workers", "0"], ["--stop-by", "0"],
+                ["--workers", "2", "--shard", "0/2"]):
+        with pytest.raises(SystemExit, match="--shard|--workers|--stop-by"):
+            runner.main([GRID, "--store", str(work.root), *bad])

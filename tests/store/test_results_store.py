@@ -253,7 +253,7 @@ def test_compute_preset_resumes_and_records_provenance(tmp_path):
     again = compute_preset("reduced", work=tmp_path, names=["gleam-standin"], runner=runner, progress=False)
     assert again["computed"] == 0 and len(calls) == first["rows"]  # nothing recomputed
     row = json.loads(next((tmp_path / "gleam-standin").glob("*.json")).read_text())
-    assert set(row["provenance"]) == {"engine_version", "commit", "command", "seconds"}
+    assert set(row["provenance"]) == {"engine_version", "commit", "command", "seconds", "machine"}
     assert row["provenance"]["command"] == "cmd" and row["provenance"]["engine_version"] == ENGINE_VERSION
     with pytest.raises(ValueError, match="needs every file"):
         compute_preset("reduced", work=tmp_path, names=["gleam-standin"], runner=runner, pack=tmp_path / "o")

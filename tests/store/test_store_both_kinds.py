@@ -69,7 +69,7 @@ def test_a_client_level_row_keeps_its_format_and_is_checked(tmp_path, client_res
     assert list(written) == [*client_result.to_dict(), "key", "provenance"]
     assert path.read_text() == json.dumps({**client_result.to_dict(), "key": path.stem,
                                            "provenance": written["provenance"]}, allow_nan=True)
-    assert set(written["provenance"]) == {"engine_version", "commit", "command", "seconds"}
+    assert set(written["provenance"]) == {"engine_version", "commit", "command", "seconds", "machine"}
     assert written["provenance"]["seconds"] == client_result.wall_time
     row = json.loads(path.read_text())
     row["config"]["rounds"] = 3  # a row whose config no longer hashes to the key it is filed under
