@@ -28,7 +28,8 @@ On a machine with many cores (a real-image grid only)::
 
     python benchmarks/run_real_image_grids.py fig6-fashion --workers 15 --stop-by 540
 
-starts 15 processes of one thread each (``--shard i/15``: the i-th of every 15 runs missing at the start), and
+starts 15 processes of one thread each (``--shard i/15``: the i-th of every 15 runs of the grid, in the order above,
+that are missing), and
 ``--stop-by S`` makes each start no run that its last run's duration says would end more than S seconds after the
 process started (for a machine lent for a fixed time; what is cut off is left for the next start).
 """
@@ -66,7 +67,7 @@ def parse(argv=None):
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="compute the missing runs in N single-thread processes (a real-image grid; default: this one)")
     p.add_argument("--shard", default=None, metavar="I/N",
-                   help="compute only the I-th of every N runs missing at the start (0 <= I < N); --workers sets it")
+                   help="compute only the I-th of every N runs of the grid (0 <= I < N) that are missing; --workers sets it")
     p.add_argument("--stop-by", type=float, default=None, metavar="S",
                    help="start no run expected (from the last run's duration) to end later than S seconds after start")
     p.add_argument("--first", default="", help="comma-separated methods to run first within each seed "
@@ -166,15 +167,16 @@ def _deep(grid: str, folder: Path, seeds, status_only: bool, first=(), shard=Non
     for seed in order:
         part = [c for c in configs if c.seed == seed]
         part.sort(key=lambda c: c.method not in first)  # stable: the grid's order otherwise
-        todo.extend(c for c in part if not store.has(c))
-    if shard is not None:
+        todo.extend(part)
+    if shard is not None:  # a share of the whole ordered grid, so that workers started at other times never overlap
         todo = todo[shard[0]::shard[1]]
+    todo = [c for c in todo if not store.has(c)]
     last = 0.0
     for c in todo:  # one run per call: each finished run is stored before the next starts
         if store.has(c):
             continue
         if stop_at is not None and time.perf_counter() + last > stop_at:
-            print(f"{grid}: stopping ({len(todo)} runs in this share; the rest are left for the next start)",
+            print(f"{grid}: stopping ({sum(not store.has(c) for c in todo)} runs of this share left for the next start)",
                   flush=True)
             break
         t0 = time.perf_counter()

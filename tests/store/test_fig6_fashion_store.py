@@ -235,7 +235,11 @@ def test_the_runners_shards_split_the_missing_runs_and_stop_by_starts_no_run_pas
     runner = _runner()
     grid = deep_grid(GRID)
     work = _work(tmp_path, grid[:-7])  # 7 runs missing
-    missing = sorted(grid[-7:], key=lambda c: c.seed)  # the runner's order: seed by seed, the grid's within
+    order = sorted(grid, key=lambda c: c.seed)  # the runner's order: seed by seed, the grid's within
+    missing = {c.key() for c in grid[-7:]}
+
+    def share(i, n):  # the shard's runs of the whole ordered grid that are missing
+        return [c.key() for c in order[i::n] if c.key() in missing]
     monkeypatch.setattr(runner, "RAW_ARCHIVE", lambda g: tmp_path / "no-archive.jsonl.gz")
     trained = []
     clock = [0.0]
@@ -248,12 +252,13 @@ def test_the_runners_shards_split_the_missing_runs_and_stop_by_starts_no_run_pas
     monkeypatch.setattr("fedtrain.sweep.run_sweep", fake_sweep)
     monkeypatch.setattr(runner.time, "perf_counter", lambda: clock[0])
     assert runner.main([GRID, "--store", str(work.root), "--shard", "1/3"]) == 0
-    assert [c.key() for c in trained] == [c.key() for c in missing[1::3]]  # the 2nd and 5th
+    assert [c.key() for c in trained] == share(1, 3) and share(1, 3)
     trained.clear()
     clock[0] = 0.0
-    # shard 0/3 holds 3 runs; a limit of 250 s: after two runs (200 s, the last 100 s) a third would end at 300 s
-    assert runner.main([GRID, "--store", str(work.root), "--shard", "0/3", "--stop-by", "250"]) == 0
-    assert [c.key() for c in trained] == [c.key() for c in missing[0::3][:2]]
+    # a limit of 250 s: after two runs (200 s, the last 100 s) a third would end at 300 s
+    assert len(share(0, 1)) == 7
+    assert runner.main([GRID, "--store", str(work.root), "--shard", "0/1", "--stop-by", "250"]) == 0
+    assert [c.key() for c in trained] == share(0, 1)[:2]
     assert "stopping" in capsys.readouterr().out
     for bad in (["--shard", "3/3"], ["--shard", "a/b"], ["--workers", "0"], ["--stop-by", "0"],
                 ["--workers", "2", "--shard", "0/2"]):
