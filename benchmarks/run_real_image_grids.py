@@ -6,7 +6,8 @@ Grids: ``fig6-fashion`` and ``fig3d-fashion`` (:data:`fedtrain.presets.REAL_IMAG
 :func:`fedtrain.presets.fedhdp_grid` and :func:`fedtrain.fedhdp.experiments.run_experiment`, one JSON file per
 run, filed under its row key in a :class:`fedtrain.results.ResultsStore`: the config's key with the engine version
 and the data's identity; a folder written before that keying: ``tools/migrate_fedhdp_keys.py``).  Every finished
-run is written atomically and skipped on the next start, so the command resumes where it stopped; runs are ordered seed by seed, so an interrupted grid has whole seeds first.
+run is written atomically and skipped on the next start, so the command resumes where it stopped; runs are ordered seed by seed and, within a seed, by mask ratio and ε (:func:`block`), so an interrupted grid
+holds whole blocks.
 
 Usage (background, lowest priority, one core; the store lives outside the repository, in
 ``$FEDBOOK_RUNS_DIR`` or ``~/.cache/fedbook-runs``)::
@@ -151,6 +152,13 @@ def _spawn(args, store: Path, argv) -> int:
     return max(p.wait() for p in procs)
 
 
+def block(config) -> tuple[float, float]:
+    """The block a run belongs to within its seed: (mask ratio, ε).  Runs are computed seed by seed and, within a
+    seed, block by block, so that an interrupted grid holds whole blocks, the unit its chapter reads (Fig. 6 reads
+    a mask ratio's seed, Fig. 3(d) an ε's seed)."""
+    return float(config.dataset_options.get("mask_ratio") or 0.0), float(config.eps)
+
+
 def _deep(grid: str, folder: Path, seeds, status_only: bool, first=(), shard=None, stop_at=None) -> int:
     from fedtrain.presets import deep_grid
     from fedtrain.results import ResultsStore
@@ -166,7 +174,7 @@ def _deep(grid: str, folder: Path, seeds, status_only: bool, first=(), shard=Non
     todo = []
     for seed in order:
         part = [c for c in configs if c.seed == seed]
-        part.sort(key=lambda c: c.method not in first)  # stable: the grid's order otherwise
+        part.sort(key=lambda c: (c.method not in first, *block(c)))  # stable: the grid's order otherwise
         todo.extend(part)
     if shard is not None:  # a share of the whole ordered grid, so that workers started at other times never overlap
         todo = todo[shard[0]::shard[1]]

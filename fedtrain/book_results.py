@@ -370,7 +370,8 @@ def pack_grid(grid: str, *, work: str | os.PathLike, out: str | os.PathLike | No
     left_out = sum(len(v) for v in by_config.values())
     by_cell: dict[str, int] = {}
     for c in missing:
-        cell = f"mask={c.dataset_options.get('mask_ratio'):g} eps={c.eps:g} seed={c.seed}"
+        mask = c.dataset_options.get("mask_ratio")  # a grid without masks (fig3d-fashion) has none
+        cell = (f"mask={mask:g} " if mask is not None else "") + f"eps={c.eps:g} seed={c.seed}"
         by_cell[cell] = by_cell.get(cell, 0) + 1
     command = command or f"python benchmarks/run_real_image_grids.py {grid} --pack {shown_path(out)}"
     spec = REAL_IMAGE_GRIDS[grid]

@@ -46,6 +46,7 @@ LAYER_OF = {
     "fedtrain.figures": "experiments",
     "fedtrain.analysis": "experiments",
     "fedtrain.fig6_checks": "experiments",
+    "fedtrain.fig3d_checks": "experiments",
     "fedtrain.pets": "experiments",
     "fedtrain.fedhdp.experiments": "experiments",
     "fedtrain.fedhdp.tables": "experiments",

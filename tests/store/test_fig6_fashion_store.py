@@ -96,6 +96,16 @@ def test_pack_grid_packs_the_grids_rows_counts_the_missing_and_is_idempotent(tmp
         committed_store(out)
 
 
+def test_pack_grid_packs_a_grid_without_mask_ratios(tmp_path):
+    """fig3d-fashion's runs have no mask ratio: its missing runs are counted by ε and seed."""
+    grid = deep_grid("fig3d-fashion")
+    work = _work(tmp_path, grid[:9])
+    entry = pack_grid("fig3d-fashion", work=work.root, out=_committed_copy(tmp_path))
+    assert entry["file"] == "hetero-fashion.json.gz" and (entry["present"], entry["missing"]) == (9, len(grid) - 9)
+    assert sum(entry["missing_by_cell"].values()) == len(grid) - 9
+    assert all(cell.startswith("eps=") for cell in entry["missing_by_cell"])
+
+
 def test_pack_store_keeps_the_grids_entry(tmp_path, monkeypatch):
     """``make results`` rewrites the manifest from the preset's working stores: the grid's file and entry stay."""
     import fedtrain.book_results as br
@@ -235,7 +245,7 @@ def test_the_runners_shards_split_the_missing_runs_and_stop_by_starts_no_run_pas
     runner = _runner()
     grid = deep_grid(GRID)
     work = _work(tmp_path, grid[:-7])  # 7 runs missing
-    order = sorted(grid, key=lambda c: c.seed)  # the runner's order: seed by seed, the grid's within
+    order = sorted(grid, key=lambda c: (c.seed, *runner.block(c)))  # the runner's order: seed, mask ratio, ε
     missing = {c.key() for c in grid[-7:]}
 
     def share(i, n):  # the shard's runs of the whole ordered grid that are missing

@@ -1,0 +1,129 @@
+"""Fig. 3(d)'s readings (MR-MTL paper, Sec. 5, Fig. 3) as checks that can fail, on stored runs of a label-skewed grid.
+
+The paper reads its Fig. 3 (privacy-utility curves: test accuracy against the per-silo ε, every method at its best
+λ and η, the same (ε, δ) for every silo) as:
+
+1. MR-MTL is consistently the best method, at least as good as both endpoints (Local and FedAvg), except in the
+   high-privacy regime;
+2. there is a band of ε where MR-MTL clearly beats both endpoints (the paper names the band for panels (a)–(c):
+   ε ≈ 0.5 on Vehicle, ≈ 6 on School, ≈ 1.5 on GLEAM; for panel (d) it names none);
+3. on panel (d), heterogeneous CIFAR-10, finetuning beats local training.
+
+A fourth check is about the grid, not the paper: MR-MTL's best λ must lie strictly inside the λ grid, or the
+"best" is only the grid's edge.
+
+Comparisons are in standard errors over seeds, as in :mod:`fedtrain.fig6_checks`: "a is at least as good as b" means
+``a − b > −max(tol, 2 SE)``; "a beats b" (the paper's word for 2 and 3) means ``a − b > max(tol, 2 SE)``.  Each
+privacy level is read on its complete seeds only (a seed whose every run at that ε is computed), so that MR-MTL's
+best λ is chosen over the whole λ grid and every method is averaged over the same seeds.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from fedtrain.analysis import best_by_setting
+from fedtrain.fig6_checks import FAILS, HOLDS, PENDING, CheckStatus, _fmt, _margin
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fedtrain.config import RunConfig
+    from fedtrain.engine import RunResult
+
+__all__ = ["KINDS", "CHECKS", "fig3d_kind", "fig3d_table", "fig3d_status", "complete_rows"]
+
+#: The methods of Fig. 3(d) (IFCA with 10 % of the rounds selecting clusters privately).
+KINDS = ("Local", "FedAvg", "Finetune", "MR-MTL", "IFCA")
+#: The checks' names, in the order :func:`fig3d_status` returns them.
+CHECKS = ("MR-MTL is at least as good as Local and FedAvg",
+          "MR-MTL beats both Local and FedAvg (the band)",
+          "Finetuning beats local training",
+          "MR-MTL's best λ lies inside the λ grid")
+_NAMES = {"local": "Local", "fedavg": "FedAvg", "finetune": "Finetune", "mrmtl": "MR-MTL", "ifca": "IFCA"}
+
+
+def fig3d_kind(config: "RunConfig") -> str:
+    """The method of a Fig. 3(d) run (:data:`KINDS`)."""
+    if config.method not in _NAMES:
+        raise ValueError(f"config.method must be one of {', '.join(_NAMES)} (got {config.method!r})")
+    return _NAMES[config.method]
+
+
+def _eps_key(c: Any) -> float:
+    return math.inf if math.isinf(c.eps) else float(c.eps)
+
+
+def fig3d_table(rows: Iterable["RunResult"]) -> dict[tuple[str, float], dict[str, Any]]:
+    """``{(kind, ε): best cell}`` (:func:`fedtrain.analysis.best_by_setting`: ``mean``, ``std``, ``n``, ``lam``,
+    ``lr``) plus ``lams``, the λ values run for that cell."""
+    rows = list(rows)
+    table = best_by_setting(rows, _eps_key, label=fig3d_kind)
+    for (kind, eps), cell in table.items():
+        cell["lams"] = tuple(sorted({float(r.config.lam) for r in rows
+                                     if fig3d_kind(r.config) == kind and _eps_key(r.config) == eps}))
+    return table
+
+
+def _complete_seeds(rows: Sequence["RunResult"], configs: Sequence["RunConfig"], eps: float):
+    """The runs at ``eps`` in complete seeds, and ``(runs present, runs in the grid)`` at ``eps``."""
+    at = [c for c in configs if _eps_key(c) == eps]
+    by_key = {r.config.key(): r for r in rows if _eps_key(r.config) == eps}
+    seeds: dict[int, list] = {}
+    for c in at:
+        seeds.setdefault(int(c.seed), []).append(c)
+    kept = [by_key[c.key()] for cs in seeds.values() if all(c.key() in by_key for c in cs) for c in cs]
+    return kept, (sum(c.key() in by_key for c in at), len(at))
+
+
+def _checks(t: dict, eps: float, tol: float) -> list[CheckStatus]:
+    c = lambda kind: t[(kind, eps)]  # noqa: E731
+    mr = c("MR-MTL")
+    ends = {k: (mr["mean"] - c(k)["mean"], _margin(mr, c(k), tol)) for k in ("Local", "FedAvg")}
+    vs = "; ".join(f"{k} {_fmt(c(k))} (difference {d:+.3f}, margin {m:.3f})" for k, (d, m) in ends.items())
+    out = [CheckStatus(CHECKS[0], HOLDS if all(d > -m for d, m in ends.values()) else FAILS, f"MR-MTL {_fmt(mr)}; {vs}"),
+           CheckStatus(CHECKS[1], HOLDS if all(d > m for d, m in ends.values()) else FAILS,
+                       f"MR-MTL {_fmt(mr)}; " + "; ".join(f"{k} {d:+.3f} (margin {m:.3f})" for k, (d, m) in ends.items()))]
+    ft, loc = c("Finetune"), c("Local")
+    m = _margin(ft, loc, tol)
+    out.append(CheckStatus(CHECKS[2], HOLDS if ft["mean"] - loc["mean"] > m else FAILS,
+                           f"Finetune {_fmt(ft)} vs Local {_fmt(loc)} (difference {ft['mean'] - loc['mean']:+.3f}, "
+                           f"margin {m:.3f})"))
+    lams = mr["lams"]
+    inside = len(lams) >= 3 and min(lams) < mr["lam"] < max(lams)
+    out.append(CheckStatus(CHECKS[3], HOLDS if inside else FAILS, f"λ = {mr['lam']:g} of {list(lams)}"))
+    return out
+
+
+def fig3d_status(rows: Iterable["RunResult"], configs: Sequence["RunConfig"], *,
+                 tol: float = 0.01) -> dict[float, list[CheckStatus]]:
+    """The checks of the module docstring (:data:`CHECKS`) at each privacy level of the grid ``configs`` (e.g.
+    :func:`fedtrain.presets.deep_grid` ``("fig3d-fashion")``), of which only ``rows`` may be computed: ``{ε:
+    [status of each check]}``, ε ascending (``math.inf``: without privacy).  A level is read on its complete seeds;
+    with none, its checks are :data:`~fedtrain.fig6_checks.PENDING`, saying how many of its runs are in.  ``tol``
+    (accuracy) is the smallest margin a comparison allows.  Render with :func:`fedtrain.fig6_checks.fig6_status_html`."""
+    if not tol >= 0:
+        raise ValueError(f"tol must be >= 0 (got {tol!r})")
+    configs = list(configs)
+    if not configs:
+        raise ValueError("configs must hold the grid's configurations (got none)")
+    for c in configs:
+        fig3d_kind(c)
+    rows = list(rows)
+    out: dict[float, list[CheckStatus]] = {}
+    for eps in sorted({_eps_key(c) for c in configs}):
+        kept, (present, total) = _complete_seeds(rows, configs, eps)
+        if not kept:
+            out[eps] = [CheckStatus(n, PENDING, f"waits for a complete seed: {present} of {total} runs in")
+                        for n in CHECKS]
+            continue
+        out[eps] = _checks(fig3d_table(kept), eps, tol)
+    return out
+
+
+def complete_rows(rows: Iterable["RunResult"], configs: Sequence["RunConfig"]) -> "list[RunResult]":
+    """The ``rows`` that lie in complete seeds of their privacy level (what :func:`fig3d_status` reads; plot these)."""
+    rows = list(rows)
+    out: list = []
+    for eps in sorted({_eps_key(c) for c in configs}):
+        out += _complete_seeds(rows, configs, eps)[0]
+    return out
+

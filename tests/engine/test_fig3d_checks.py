@@ -1,0 +1,70 @@
+"""fedtrain.fig3d_checks: Fig. 3(d)'s readings hold on a planted grid that has them, each fails when its effect is
+planted away, and a privacy level without a complete seed is pending."""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pytest
+
+from fedtrain.fig3d_checks import CHECKS, complete_rows, fig3d_kind, fig3d_status
+from fedtrain.fig6_checks import FAILS, HOLDS, PENDING
+from fedtrain.presets import deep_grid
+
+GRID = deep_grid("fig3d-fashion")
+
+
+def _rows(acc, configs=GRID):
+    """Every run of ``configs``, seeds 0 and 1 at the planted accuracy ∓ 0.002."""
+    return [SimpleNamespace(config=c, test_metric=acc(fig3d_kind(c), c.eps, c.lam) + (0.002 if c.seed else -0.002),
+                            diverged=False, metric="accuracy") for c in configs]
+
+
+def paper_like(kind, eps, lam):
+    """MR-MTL best (λ = 0.1 inside the grid), beating both endpoints at every ε; finetuning above local training."""
+    base = {"Local": 0.60, "FedAvg": 0.50, "Finetune": 0.65, "MR-MTL": 0.70, "IFCA": 0.55}[kind]
+    return base - (0.05 if kind == "MR-MTL" and lam != 0.1 else 0.0) - (0.1 / eps if math.isfinite(eps) else 0.0)
+
+
+def test_the_paper_picture_passes_every_check_at_every_privacy_level():
+    status = fig3d_status(_rows(paper_like), GRID)
+    assert list(status) == [1.0, 2.0, 4.0, 8.0, math.inf]
+    for eps, checks in status.items():
+        assert [c.name for c in checks] == list(CHECKS)
+        assert all(c.status == HOLDS for c in checks), (eps, [(c.name, c.detail) for c in checks])
+
+
+@pytest.mark.parametrize("plant, failing", [
+    (lambda k, e, l: paper_like(k, e, l) + (0.3 if k == "FedAvg" else 0.0), (0, 1)),  # FedAvg above MR-MTL
+    (lambda k, e, l: paper_like(k, e, l) + (0.1 if k == "Local" else 0.0), (1, 2)),  # Local ≈ MR-MTL, above Finetune
+    (lambda k, e, l: paper_like(k, e, l) - (0.1 if k == "Finetune" else 0.0), (2,)),
+    (lambda k, e, l: paper_like(k, e, l) + (0.2 * l if k == "MR-MTL" else 0.0), (3,)),  # best λ at the grid's top
+])
+def test_each_check_fails_when_its_effect_is_planted_away(plant, failing):
+    for checks in fig3d_status(_rows(plant), GRID).values():
+        failed = {i for i, c in enumerate(checks) if c.status == FAILS}
+        assert failed == set(failing), [(c.name, c.detail) for c in checks]
+
+
+def test_a_privacy_level_without_a_complete_seed_is_pending_and_its_rows_are_not_read():
+    rows = _rows(paper_like)
+    gone = next(r for r in rows if r.config.eps == 2.0 and r.config.seed == 0)
+    partial = [r for r in rows if r is not gone and not (r.config.eps == 2.0 and r.config.seed == 1)]
+    status = fig3d_status(partial, GRID)
+    assert all(c.status == PENDING and "6 of 14 runs" in c.detail for c in status[2.0])
+    assert all(c.status == HOLDS for c in status[4.0])
+    kept = complete_rows(partial, GRID)
+    assert not any(r.config.eps == 2.0 for r in kept) and len(kept) == len(partial) - 6
+    # one complete seed is read (its numbers say "1 seed")
+    one = [r for r in rows if not (r.config.eps == 8.0 and r.config.seed == 1)]
+    assert all(c.status == HOLDS for c in fig3d_status(one, GRID)[8.0])
+    assert "(1 seed)" in fig3d_status(one, GRID)[8.0][0].detail
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="tol"):
+        fig3d_status([], GRID, tol=-1)
+    with pytest.raises(ValueError, match="configs"):
+        fig3d_status([], [])
+    with pytest.raises(ValueError, match="config.method"):
+        fig3d_status([], deep_grid("fig6-fashion"))
