@@ -230,7 +230,7 @@ def eps_axis(ax, eps_values: Sequence[float], pos: dict[float, float]) -> None:
         ax.axvline(math.sqrt(finite[-1] * pos[math.inf]), color="0.5", ls="--", lw=0.8)
 
 def plot_privacy_utility(rows: Sequence["RunResult"], *, title: str | None = None, note: str = "",
-                         ax=None, zoom_eps: float | None = None):
+                         ax=None, zoom_eps: float | None = None, empty_text: str | None = None):
     """Fig. 3 / Fig. 4: test metric (mean ± sd over repeats or seeds) against per-silo ε, every method at its
     best (λ, η).
 
@@ -238,11 +238,24 @@ def plot_privacy_utility(rows: Sequence["RunResult"], *, title: str | None = Non
     joined to the curve by a dotted segment.  Error bars are ±1 standard deviation (ddof = 1) over repeats (or
     seeds); methods are offset slightly along x so that their bars do not overlap.  ``zoom_eps`` (one of the ε in
     ``rows``; only when ``ax`` is None) adds a panel that zooms in on that ε, one row per method sorted
-    by the metric, so that methods within a few percent of each other can be told apart.
+    by the metric, so that methods within a few percent of each other can be told apart.  With no rows, the axes
+    say ``empty_text`` (a grid still being computed); without ``empty_text`` no rows raise ``ValueError``.
     """
     import matplotlib.pyplot as plt
 
     rows = list(rows)
+    if not rows:
+        if empty_text is None:
+            raise ValueError("rows must hold at least one run (or pass empty_text for a figure that says why not)")
+        if ax is None:
+            _, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, 4.4))
+        ax.text(0.5, 0.5, empty_text, transform=ax.transAxes, ha="center", va="center", color="0.4")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_xlabel("per-silo privacy budget ε (log scale)")
+        ax.set_ylabel("test accuracy")
+        ax.set_title(title or note.strip())
+        return ax.figure
     table = best_lambda_table(rows)
     eps_values = sorted({t["eps"] for t in table})
     pos = eps_positions(eps_values)

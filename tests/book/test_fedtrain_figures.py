@@ -128,6 +128,11 @@ def test_privacy_utility_and_lambda_plots(rows):
     plt.close(fig)
     with pytest.raises(ValueError, match="zoom_eps"):
         plot_privacy_utility(rows, zoom_eps=3.0)
+    fig = plot_privacy_utility([], empty_text="no whole seed yet")  # a grid still being computed
+    assert [t.get_text() for t in fig.axes[0].texts] == ["no whole seed yet"]
+    plt.close(fig)
+    with pytest.raises(ValueError, match="rows must hold"):
+        plot_privacy_utility([])
     fig = plot_lambda_sweep(rows, [2.0, math.inf])
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and "λ" in ax.get_xlabel()
