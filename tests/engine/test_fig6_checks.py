@@ -59,6 +59,21 @@ def test_each_check_fails_when_its_effect_is_planted_away(plant, failing):
     assert any(failing in name for name in failed), failed
 
 
+@pytest.mark.parametrize("end, located", [(0.66, True), (0.64, False)])
+def test_a_best_lambda_at_the_grids_edge_is_located_only_when_the_end_beyond_it_is_at_least_as_good(end, located):
+    """MR-MTL falling in λ (best at the grid's smallest λ, 0.65): located at λ = 0 when Local is at least as good,
+    not located when Local is worse (the optimum may lie between 0 and the grid's smallest λ)."""
+    def plant(kind, ratio, lam):
+        if kind == "MR-MTL":
+            return 0.65 - 0.01 * lam
+        return end if kind == "Local" else paper_like(kind, ratio, lam)
+
+    (d,) = [c for c in fig6_checks(_grid(plant), 4.0) if c.name.startswith("(d)")]
+    assert d.holds is located, d.detail
+    assert ("MR-MTL at mask 0: λ = 0 (Local 0.660" in d.detail) if located else (
+        "MR-MTL at mask 0: λ = 0.1, the grid's smallest of [0.1, 1.0, 10.0], beats λ = 0 (Local)" in d.detail)
+
+
 def test_the_table_takes_each_kind_at_its_best_lambda_and_records_the_grid():
     t = fig6_table(_grid(paper_like), 4.0)
     cell = t[("MR-MTL", 0.25)]
@@ -121,8 +136,11 @@ def test_status_reads_complete_seeds_only_and_says_what_is_pending():
     rows = _grid_rows(_fashion_like, keep)
     kept, counts = complete_blocks(rows, grid, 4.0)
     per = sum(c.eps == 4.0 and c.seed == 0 and c.dataset_options["mask_ratio"] == 0.0 for c in grid)  # runs a block
-    assert per == 3 + 2 * len(REAL_IMAGE_GRIDS["fig6-fashion"]["lams"]) + 1
-    assert counts[(0.0, 0)] == (per, per) and counts[(0.25, 0)] == (per - 1, per) and counts[(0.5, 1)] == (0, per)
+    g = REAL_IMAGE_GRIDS["fig6-fashion"]
+    reach = sum(len(lams) for ratio, eps, lams in g["extra_lams"]["ifca-mrmtl"] if (ratio, eps) == (0.0, 4.0))
+    assert per == 3 + 2 * len(g["lams"]) + 1 + reach and reach == 2  # the warm start's λ grid reaches further here
+    other = per - reach  # a block at mask 0.25 or 0.5
+    assert counts[(0.0, 0)] == (per, per) and counts[(0.25, 0)] == (other - 1, other) and counts[(0.5, 1)] == (0, other)
     assert {c.config.dataset_options["mask_ratio"] for c in kept} == {0.0} and len(kept) == per
     status = {s.name: s for s in fig6_status(rows, grid, 4.0)}
     a = [s for n, s in status.items() if n.startswith("(a)")]
@@ -130,9 +148,9 @@ def test_status_reads_complete_seeds_only_and_says_what_is_pending():
     assert all("(1 seed)" in s.detail for s in a)
     b = [s for n, s in status.items() if n.startswith("(b)")]
     assert [s.status for s in b] == [PENDING, PENDING] and all(s.holds is None for s in b)
-    assert f"mask 0.25: {per - 1} of {2 * per} runs" in b[0].detail
+    assert f"mask 0.25: {other - 1} of {2 * other} runs" in b[0].detail
     c = next(s for n, s in status.items() if n.startswith("(c)"))
-    assert c.status == PENDING and c.detail.endswith(f"mask 0.5: 0 of {2 * per} runs")  # mask 0 is in
+    assert c.status == PENDING and c.detail.endswith(f"mask 0.5: 0 of {2 * other} runs")  # mask 0 is in
     d = next(s for n, s in status.items() if n.startswith("(d)"))
     assert d.status == HOLDS and "on mask 0; mask 0.25, 0.5 pending" in d.detail
     # a planted edge (MR-MTL best at λ = 0.01 without masks) is caught on the complete seed

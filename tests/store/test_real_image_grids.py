@@ -18,14 +18,19 @@ def test_fig6_fashion_grid_has_every_method_mask_privacy_level_and_seed():
     cells = {(c.dataset_options["mask_ratio"], c.eps, c.seed) for c in cs}
     assert len(cells) == len(g["mask_ratios"]) * len(g["eps"]) * len(g["seeds"]) >= 3 * 2 * 2
     assert 0.0 in g["mask_ratios"] and math.inf in g["eps"] and any(e < math.inf for e in g["eps"])
-    per_cell = len(cs) // len(cells)
-    assert per_cell == 3 + len(g["lams"]) + len(g["lams"]) + 1  # local, fedavg, ifca; MR-MTL; warm-started λ ∪ {0}
+    reach = {(ratio, eps): lams for ratio, eps, lams in g["extra_lams"]["ifca-mrmtl"]}  # cells reaching further
+    assert set(g["extra_lams"]) == {"ifca-mrmtl"} and reach == {(0.0, 4.0): (3.0, 10.0)}
+    for cell in cells:  # local, fedavg, ifca; MR-MTL; warm-started λ ∪ {0} (and the cell's further λ)
+        assert sum((c.dataset_options["mask_ratio"], c.eps, c.seed) == cell for c in cs) == (
+            3 + len(g["lams"]) + len(g["lams"]) + 1 + len(reach.get(cell[:2], ())))
     for c in cs:
         assert (c.model, c.batch_size, c.clip, c.local_epochs, c.rounds) == ("convnet", 100, 1.0, 1, g["rounds"])
         assert c.dataset == "rotated-masked-fashion" and c.dataset_options["train_per_silo"] >= 500
         if c.method in ("ifca", "ifca-mrmtl"):
             assert c.options.select_frac * c.rounds >= 10 and c.options.num_clusters == 4  # the paper's 10 selections
-    assert {c.lam for c in cs if c.method == "ifca-mrmtl"} == {0.0, *g["lams"]}
+    assert {c.lam for c in cs if c.method == "ifca-mrmtl"} == {0.0, *g["lams"], 3.0, 10.0}
+    assert {c.lam for c in cs if c.method == "ifca-mrmtl" and c.lam > max(g["lams"])} == {3.0, 10.0}
+    assert {(c.dataset_options["mask_ratio"], c.eps) for c in cs if c.lam > max(g["lams"])} == {(0.0, 4.0)}
     assert "real Fashion-MNIST" in deep_grid_note("fig6-fashion") and "T=40" in deep_grid_note("fig6-fashion")
 
 
