@@ -12,8 +12,8 @@ from fedtrain.config import ENGINE_VERSION
 
 __all__ = ["git_commit", "machine", "provenance", "COMMIT_ENV"]
 
-#: Names the commit of a copy of a checkout that has no ``.git`` (a machine the working tree was copied to):
-#: :func:`git_commit` returns it, marked ``(copy)``, where git cannot be asked.
+#: Names the commit of a copy of a checkout (a machine the working tree was copied to, with no ``.git`` or a stale
+#: one): :func:`git_commit` returns it, marked ``(copy)``, instead of asking git.
 COMMIT_ENV = "FEDBOOK_COMMIT"
 
 _REPO = Path(__file__).resolve().parents[2]
@@ -21,11 +21,14 @@ _REPO = Path(__file__).resolve().parents[2]
 
 def git_commit(repo: str | os.PathLike | None = None) -> str:
     """The checkout's commit (``git rev-parse HEAD``), with ``+dirty`` when ``fedtrain/`` or ``fedtheory/`` have
-    uncommitted changes (then the commit alone does not reproduce the numbers).  Outside git: the commit named by
-    ``$FEDBOOK_COMMIT`` (:data:`COMMIT_ENV`) followed by `` (copy)``, else ``"unknown"``."""
+    uncommitted changes (then the commit alone does not reproduce the numbers); ``"unknown"`` outside git.  Where
+    ``$FEDBOOK_COMMIT`` (:data:`COMMIT_ENV`) is set, it wins, followed by `` (copy)``: a copy of a checkout may carry
+    a ``.git`` older than its files."""
     repo = Path(repo) if repo is not None else _REPO
     named = os.environ.get(COMMIT_ENV, "").strip()
-    fallback = f"{named} (copy)" if named else "unknown"
+    if named:
+        return f"{named} (copy)"
+    fallback = "unknown"
     if not (repo / ".git").exists():
         return fallback
     try:
