@@ -1,10 +1,14 @@
 """The real-image Fig. 6 grid in the committed store: packing a grid's finished rows (fedtrain.book_results.pack_grid,
 ``benchmarks/run_real_image_grids.py GRID --pack DIR``) on fake rows, and the committed file ``results/`` holds.
 
-``test_committed_fig6_fashion_row_reproduces`` retrains one committed row of the grid chosen at random (a ConvNet
+``test_committed_real_image_row_reproduces`` retrains one committed row of each real-image grid chosen at random (a ConvNet
 run of minutes on one core); it runs only with ``FEDBOOK_SLOW=1`` (the draw's seed is printed; set
 ``FEDBOOK_RESULTS_SAMPLE_SEED`` to repeat it).  The grid's rows were computed one run at a time, as the test
-recomputes them, so the numbers must agree within float32 rounding (``rtol = 1e-5``).
+recomputes them, so on the machine that computed a row the numbers must agree within float32 rounding
+(``rtol = 1e-5``).  A row whose provenance names another machine (another CPU, torch version and float32 kernels:
+8,000 DP-SGD steps then take other rounding paths) must agree within 0.005 accuracy (50 of the 10,000 test
+images): one such row recomputed here differed by 3e-4 (0.4280 against 0.4283), against seed-to-seed standard
+errors of 0.002-0.008.
 """
 from __future__ import annotations
 
@@ -186,17 +190,19 @@ def test_committed_fig6_fashion_rows_belong_to_the_grid_and_the_counts_are_right
 
 
 @slow
-def test_committed_fig6_fashion_row_reproduces(committed):
+@pytest.mark.parametrize("grid", [GRID, "fig3d-fashion"])
+def test_committed_real_image_row_reproduces(committed, grid):
     """One committed row of the grid, drawn at random, retrained alone gives the stored numbers."""
     from fedtrain.engine import run
     from fedtrain.results import row_key
+    from fedtrain.store.provenance import machine
     from fedtrain.sweep import load_config_data
 
     seed = int(os.environ.get(SEED_ENV, random.SystemRandom().randrange(2**31)))
-    rows = grid_rows(committed, GRID)
+    rows = grid_rows(committed, grid)
     stored = random.Random(seed).choice(rows)
     c = stored.config
-    print(f"\n{GRID} row sample: {SEED_ENV}={seed}: {c.method} mask={c.dataset_options['mask_ratio']} eps={c.eps} "
+    print(f"\n{grid} row sample: {SEED_ENV}={seed}: {c.method} mask={c.dataset_options.get('mask_ratio')} eps={c.eps} "
           f"lam={c.lam} seed={c.seed}")
     data = load_config_data(c)
     assert row_key(c, data.identity()) == committed._row_key(c)  # recomputed on the data it was computed on
@@ -205,7 +211,12 @@ def test_committed_fig6_fashion_row_reproduces(committed):
     print(f"  stored {stored.test_metric!r}, recomputed {again.test_metric!r} ({time.perf_counter() - t0:.0f} s)")
     want = np.concatenate([[stored.test_metric], np.ravel(stored.curve)])
     got = np.concatenate([[again.test_metric], np.ravel(again.curve)])
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    elsewhere = committed.provenance(c).get("machine") not in (None, machine())  # rows before the field: this machine
+    print(f"  computed on {committed.provenance(c).get('machine') or 'this machine (no machine recorded)'}")
+    if elsewhere:
+        np.testing.assert_allclose(got, want, rtol=0, atol=0.005)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(again.noise_multipliers, stored.noise_multipliers, rtol=1e-12)
     np.testing.assert_array_equal(again.steps, stored.steps)
 
