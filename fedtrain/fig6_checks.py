@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.config import RunConfig
     from fedtrain.engine import RunResult
 
-__all__ = ["KINDS", "LAMBDA_ENDS", "PaperCheck", "fig6_kind", "fig6_table", "fig6_checks", "CheckStatus", "HOLDS", "FAILS",
+__all__ = ["KINDS", "LAMBDA_ENDS", "locate_lambda", "PaperCheck", "fig6_kind", "fig6_table", "fig6_checks", "CheckStatus", "HOLDS", "FAILS",
            "PENDING", "complete_blocks", "fig6_status", "fig6_status_html"]
 
 #: The six kinds of runs of Fig. 6 (Algorithm A2's two warm-started variants by what runs after the warm start).
@@ -154,21 +154,28 @@ def _check_c(t: dict, ratios: Sequence[float], tol: float) -> PaperCheck:
                       + f" (margin {m:.3f})")
 
 
+def locate_lambda(cell: dict, low: tuple[str, dict], high: tuple[str, dict]) -> tuple[bool, str]:
+    """Whether the best λ of a λ profile is located (the module docstring's check (d)), and the numbers.
+
+    ``cell``: the profile's best cell (``lam``, ``lams`` the λ grid > 0, ``mean``); ``low``/``high``: the names and
+    best cells of the runs at its ends, λ = 0 and λ → ∞ (:data:`LAMBDA_ENDS`).  Located: the best λ lies strictly
+    inside the grid, or it is the grid's smallest (largest) λ and the λ = 0 (λ → ∞) end is at least as good."""
+    lam, lams = cell["lam"], cell["lams"]
+    if min(lams) < lam < max(lams):
+        return True, f"λ = {lam:g}"
+    (name, end), side = (low, "λ = 0") if lam == min(lams) else (high, "λ → ∞")
+    if end["mean"] >= cell["mean"]:
+        return True, f"{side} ({name} {end['mean']:.3f} ≥ λ = {lam:g}'s {cell['mean']:.3f})"
+    return False, (f"λ = {lam:g}, the grid's {'smallest' if lam == min(lams) else 'largest'} of {list(lams)}, beats "
+                   f"{side} ({name}): {cell['mean']:.3f} vs {end['mean']:.3f}")
+
+
 def _check_d(t: dict, ratios: Sequence[float]) -> PaperCheck:
     unlocated, located = [], []
     for kind, (low, high) in LAMBDA_ENDS.items():
         for r in ratios:
-            cell = t[(kind, r)]
-            lam, lams, where = cell["lam"], cell["lams"], f"{kind} at mask {r:g}"
-            if min(lams) < lam < max(lams):
-                located.append(f"{where}: λ = {lam:g}")
-                continue
-            end, name, side = ((t[(low, r)], low, "λ = 0") if lam == min(lams) else (t[(high, r)], high, "λ → ∞"))
-            if end["mean"] >= cell["mean"]:
-                located.append(f"{where}: {side} ({name} {end['mean']:.3f} ≥ λ = {lam:g}'s {cell['mean']:.3f})")
-            else:
-                unlocated.append(f"{where}: λ = {lam:g}, the grid's {'smallest' if lam == min(lams) else 'largest'} of "
-                                 f"{list(lams)}, beats {side} ({name}): {cell['mean']:.3f} vs {end['mean']:.3f}")
+            ok, text = locate_lambda(t[(kind, r)], (low, t[(low, r)]), (high, t[(high, r)]))
+            (located if ok else unlocated).append(f"{kind} at mask {r:g}: {text}")
     return PaperCheck(NAME_D, not unlocated,
                       "; ".join(unlocated) if unlocated else "located: " + "; ".join(located))
 

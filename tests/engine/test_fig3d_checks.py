@@ -39,6 +39,7 @@ def test_the_paper_picture_passes_every_check_at_every_privacy_level():
     (lambda k, e, l: paper_like(k, e, l) + (0.1 if k == "Local" else 0.0), (1, 2)),  # Local ≈ MR-MTL, above Finetune
     (lambda k, e, l: paper_like(k, e, l) - (0.1 if k == "Finetune" else 0.0), (2,)),
     (lambda k, e, l: paper_like(k, e, l) + (0.2 * l if k == "MR-MTL" else 0.0), (3,)),  # best λ at the grid's top
+    (lambda k, e, l: paper_like(k, e, l) + (0.2 if k == "MR-MTL" and l == 0.01 else 0.0), (3,)),  # at its bottom
 ])
 def test_each_check_fails_when_its_effect_is_planted_away(plant, failing):
     for checks in fig3d_status(_rows(plant), GRID).values():
@@ -68,3 +69,14 @@ def test_bad_input():
         fig3d_status([], [])
     with pytest.raises(ValueError, match="config.method"):
         fig3d_status([], deep_grid("fig6-fashion"))
+
+
+def test_a_best_lambda_at_the_grids_bottom_is_located_when_local_is_at_least_as_good():
+    """MR-MTL falling in λ below Local (its λ = 0 end): MR-MTL is then at best Local, and the best λ is located."""
+    def plant(kind, eps, lam):
+        if kind == "MR-MTL":
+            return paper_like("Local", eps, 0.0) - 0.01 - 0.01 * lam
+        return paper_like(kind, eps, lam)
+
+    for checks in fig3d_status(_rows(plant), GRID).values():
+        assert checks[3].status == HOLDS and checks[3].detail.startswith("λ = 0 (Local"), checks[3].detail
