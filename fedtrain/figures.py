@@ -584,6 +584,14 @@ def plot_mask_ratio_sweep(rows: Sequence["RunResult"], eps: float, *, note: str 
     return ax.figure
 
 
+def _foot(fig, text: str, fontsize: float = 7.0) -> str:
+    """``text`` wrapped to the figure's width at ``fontsize`` (about 0.5 em a character), for a foot line."""
+    import textwrap
+
+    per_line = max(40, int(fig.get_size_inches()[0] * 72 / (0.5 * fontsize)) - 8)
+    return textwrap.fill(text, per_line)
+
+
 def fig6_setting_text(rows: Sequence["RunResult"]) -> str:
     """The setting of Fig. 6 runs, for the figure and its caption: data (real or stand-in), silos, training images
     per silo, rotation groups, T, η, B, C, δ, the ε values, the accountant and the adjacency (from the stored
@@ -696,8 +704,8 @@ def plot_fig6(rows: Sequence["RunResult"], *, eps_values: "Sequence[float] | Non
                                                                         mfc="white")]
     labels += ["mean ± sd over seeds", "one seed"]
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, frameon=False, fontsize=8)
-    fig.text(0.5, -0.17, (fig6_setting_text(rows) if rows else "no runs") + note, ha="center", va="top", fontsize=7,
-             wrap=True)
+    fig.text(0.5, -0.17, _foot(fig, (fig6_setting_text(rows) if rows else "no runs") + note), ha="center", va="top",
+             fontsize=7)
     fig.tight_layout()
     return fig
 
@@ -767,8 +775,8 @@ def plot_fig6_lambda_profile(rows: Sequence["RunResult"], *, eps_values: "Sequen
                 Line2D([], [], marker="*", ms=10, color="0.3", mec="black", ls="")]
     labels += ["MR-MTL (λ = 0: Local)", "IFCA → MR-MTL (λ = 0: IFCA → Local)", "best λ of the line"]
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, frameon=False, fontsize=8)
-    fig.text(0.5, -0.17, (fig6_setting_text(rows) if rows else "no runs") + note, ha="center", va="top", fontsize=7,
-             wrap=True)
+    fig.text(0.5, -0.17, _foot(fig, (fig6_setting_text(rows) if rows else "no runs") + note), ha="center", va="top",
+             fontsize=7)
     fig.tight_layout()
     return fig
 
