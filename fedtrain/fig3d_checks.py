@@ -24,7 +24,7 @@ import math
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from fedtrain.analysis import best_by_setting
-from fedtrain.fig6_checks import FAILS, HOLDS, PENDING, CheckStatus, _fmt, _margin, locate_lambda
+from fedtrain.fig6_checks import FAILS, HOLDS, PENDING, CheckStatus, _fmt, _margin, complete_blocks, locate_lambda
 
 if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.config import RunConfig
@@ -65,14 +65,10 @@ def fig3d_table(rows: Iterable["RunResult"]) -> dict[tuple[str, float], dict[str
 
 
 def _complete_seeds(rows: Sequence["RunResult"], configs: Sequence["RunConfig"], eps: float):
-    """The runs at ``eps`` in complete seeds, and ``(runs present, runs in the grid)`` at ``eps``."""
-    at = [c for c in configs if _eps_key(c) == eps]
-    by_key = {r.config.key(): r for r in rows if _eps_key(r.config) == eps}
-    seeds: dict[int, list] = {}
-    for c in at:
-        seeds.setdefault(int(c.seed), []).append(c)
-    kept = [by_key[c.key()] for cs in seeds.values() if all(c.key() in by_key for c in cs) for c in cs]
-    return kept, (sum(c.key() in by_key for c in at), len(at))
+    """The runs at ``eps`` in complete seeds, and ``(runs present, runs in the grid)`` at ``eps``: the complete blocks
+    of :func:`fedtrain.fig6_checks.complete_blocks` (a grid without mask ratios has one block per seed)."""
+    kept, counts = complete_blocks(rows, configs, eps)
+    return kept, (sum(n for n, _ in counts.values()), sum(m for _, m in counts.values()))
 
 
 def _checks(t: dict, eps: float, tol: float) -> list[CheckStatus]:
