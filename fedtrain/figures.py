@@ -714,7 +714,8 @@ def plot_fig6_lambda_profile(rows: Sequence["RunResult"], *, eps_values: "Sequen
                              note: str = "", empty_text: str = "no runs yet"):
     """Test accuracy against λ for MR-MTL (solid, with Local as its λ = 0) and IFCA-warm-started MR-MTL (dashed,
     with IFCA → Local as its λ = 0), a line per mask ratio, one panel per privacy level: whether the best λ
-    (starred) lies inside the λ grid, Fig. 6's check (d).  λ is on a log axis, λ = 0 to the left of it.
+    (starred) lies inside the λ grid, Fig. 6's check (d).  λ is on a log axis, λ = 0 to the left of it; each
+    panel's ticks are the λ it has, on one x range shared by the panels.
 
     Points are means over the seeds present, an error bar of ± 1 sd where a point has two or more; each panel's
     title says how many seeds its points have.  The figure's foot states the setting (:func:`fig6_setting_text`)."""
@@ -760,8 +761,10 @@ def plot_fig6_lambda_profile(rows: Sequence["RunResult"], *, eps_values: "Sequen
                         ls="")
         if not ns:
             ax.text(0.5, 0.5, empty_text, transform=ax.transAxes, ha="center", va="center", color="0.4")
-        ticks = [zero] + [math.log10(lam) for lam in lams]
-        ax.set_xticks(ticks, ["0"] + [f"{lam:g}" for lam in lams])
+        # ticks at the λ this panel has (a cell's further λ only where it was run), one x range for all panels
+        here = sorted({float(r.config.lam) for r in rows if r.config.eps == eps and r.config.lam > 0}) or lams
+        ax.set_xticks([zero] + [math.log10(lam) for lam in here], ["0"] + [f"{lam:g}" for lam in here])
+        ax.set_xlim(zero - 0.35, math.log10(lams[-1]) + 0.35)
         ax.axvline((zero + math.log10(lams[0])) / 2, color="0.6", lw=0.8, ls=":")
         ax.set_xlabel("λ (log scale; 0: Local / IFCA → Local)")
         ax.grid(alpha=0.3)

@@ -379,11 +379,11 @@ def check_claims(rows: Sequence[dict], plain: str = "noniid-digits",
             gap, se = _gap(f, b)
             out.append(ClaimCheck(f"1 ({ds}): FedHDP r={r_best:g} beats {base}+Ditto in Acc_g",
                                   bool(gap > 2 * se and r_best < 1),
-                                  f"{f[0]:.2f} vs {b[0]:.2f}: gap {gap:+.2f} ± {se:.2f} (SE, n={f[2]})"))
+                                  f"{f[0]:.2f} vs {b[0]:.2f}: gap {gap:+.2f} ± {spread_text(se, 2)} (SE, n={f[2]})"))
         for key in ("delta_g", "delta_l"):
             d = _ms(_by(rows, ds, fedhdp, r_best), key)
             out.append(ClaimCheck(f"2 ({ds}): {key} >= 0 under FedHDP r={r_best:g}", bool(d[0] >= -2 * d[1]),
-                                  f"{d[0]:+.2f} ± {d[1]:.2f} (SE, n={d[2]})"))
+                                  f"{d[0]:+.2f} ± {spread_text(d[1], 2)} (SE, n={d[2]})"))
     if skewed:
         rp, rs = best_ratio(rows, plain), best_ratio(rows, skewed)
         on_skewed = _gap(_ms(_by(rows, skewed, fedhdp, rs), "acc_g"), _ms(_by(rows, skewed, fedhdp, rp), "acc_g"))
@@ -392,12 +392,12 @@ def check_claims(rows: Sequence[dict], plain: str = "noniid-digits",
         out.append(ClaimCheck("3: best r higher with skewed opt-outs", bool(rs > rp and clear),
                               f"best r: {rp:g} ({plain}) vs {rs:g} ({skewed})" + (
                                   "" if rs == rp else
-                                  f"; Acc_g at r={rs:g} minus at r={rp:g}: {on_skewed[0]:+.2f} ± {on_skewed[1]:.2f} "
-                                  f"({skewed}), {-on_plain[0]:+.2f} ± {on_plain[1]:.2f} ({plain})")))
+                                  f"; Acc_g at r={rs:g} minus at r={rp:g}: {on_skewed[0]:+.2f} ± {spread_text(on_skewed[1], 2)} "
+                                  f"({skewed}), {-on_plain[0]:+.2f} ± {spread_text(on_plain[1], 2)} ({plain})")))
         z = _ms(_by(rows, skewed, fedhdp, 0.0), "acc_g")
         best = _ms(_by(rows, skewed, fedhdp, rs), "acc_g")
         out.append(ClaimCheck("4: r=0 collapses in the skewed case", bool(z[0] < 20.0 and z[0] < best[0] - 2 * best[1]),
-                              f"Acc_g at r=0: {z[0]:.2f} ± {z[1]:.2f} vs {best[0]:.2f} at r={rs:g}"))
+                              f"Acc_g at r=0: {z[0]:.2f} ± {spread_text(z[1], 2)} vs {best[0]:.2f} at r={rs:g}"))
     baselines = _private_baselines()
     dp, hdp = baselines[:2] if len(baselines) >= 2 else (None, None)
     for ds in [plain] + ([skewed] if skewed else []):
@@ -412,7 +412,7 @@ def check_claims(rows: Sequence[dict], plain: str = "noniid-digits",
                 per_seed.setdefault(c["seed"], {})[c["method"]] = decode_float(r["metrics"]["acc_g"])
         worst = max((abs(v[dp] - v[hdp]) for v in per_seed.values() if len(v) == 2), default=math.nan)
         out.append(ClaimCheck(f"5 ({ds}): {dp} = {hdp} (r=1) in Acc_g", bool(abs(gap) <= 2 * se),
-                              f"difference {gap:+.2f} ± {se:.2f} (SE, n={len(a)}); largest per seed {worst:.2f}"))
+                              f"difference {gap:+.2f} ± {spread_text(se, 2)} (SE, n={len(a)}); largest per seed {worst:.2f}"))
     if epsilon_target is not None:
         private = [r for r in rows if "private" in r["privacy"]["groups"]
                    and int(r["privacy"]["groups"]["private"]["rounds_released"]) > 0]

@@ -174,3 +174,10 @@ def test_plot_fig6_lambda_profile_marks_the_best_lambda():
         plot_fig6_lambda_profile([r for r in rows if r.config.method == "local"])
     nothing = plot_fig6_lambda_profile([], eps_values=[4.0])
     assert any(t.get_text() == "no runs yet" for t in nothing.axes[0].texts)
+    # two panels: the further λ (run at ε = 4 only) is a tick of the ε = 4 panel alone, on one shared x range
+    both = plot_fig6_lambda_profile(_fashion_rows(lambda c: c.dataset_options["mask_ratio"] == 0.0))
+    private, open_ = both.axes[:2]
+    extra = sorted(set(run) - set(lams))
+    assert extra and all(f"{lam:g}" in [t.get_text() for t in private.get_xticklabels()] for lam in extra)
+    assert [t.get_text() for t in open_.get_xticklabels()] == ["0"] + [f"{lam:g}" for lam in lams]
+    assert private.get_xlim() == open_.get_xlim()
