@@ -59,6 +59,7 @@ __all__ = [
     "ENGINE_VERSION",
     "config_key",
     "RunConfig",
+    "OptionsConfig",
     "paper_defaults",
     "default_delta",
 ]
@@ -129,8 +130,64 @@ def default_delta(n: int) -> float:
     return min(delta, 0.1)
 
 
+class OptionsConfig:
+    """What :class:`RunConfig` and :class:`fedtrain.fedhdp.config.FedHDPConfig` share: fields declared with
+    :func:`fedtrain.params.param` and the method's options dataclass in ``options`` (read as attributes); the flat
+    form, ``replace``, the round trip through ``to_dict`` (each class' own) and the key."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def _options_mapping(spec: Any, options: Any) -> dict[str, Any]:
+        """``options`` (the method's options dataclass, a mapping or ``None``) as a dict of option values."""
+        if isinstance(options, MethodOptions):
+            if not isinstance(options, spec.options):
+                raise ValueError(f"options must be {spec.options.__name__} for method {spec.name!r} "
+                                 f"(got {type(options).__name__})")
+            return options.to_dict()
+        if isinstance(options, Mapping):
+            return dict(options)
+        if options is not None:
+            raise ValueError(f"options must be a {spec.options.__name__} or a mapping (got {options!r})")
+        return {}
+
+    @property
+    def spec(self):
+        """The method's registry entry (:class:`fedtrain.methods.registry.MethodSpec`)."""
+        return method_spec(self.method)
+
+    def to_flat(self) -> dict[str, Any]:
+        """The fields and the method's options in one flat dict of Python values."""
+        out = {name: getattr(self, name) for name in params_of(type(self))}
+        out.update({name: getattr(self.options, name) for name in self.options.__dataclass_fields__})
+        return out
+
+    def replace(self, **changes: Any):
+        """A copy with some fields or options changed (validated again).  When the method changes, the old
+        method's options that the new one does not have are dropped; ``options=`` replaces all the options."""
+        flat = self.to_flat()
+        if "method" in changes and changes["method"] != self.method:
+            valid = set(params_of(method_spec(changes["method"]).options))
+            flat = {k: v for k, v in flat.items() if k in params_of(type(self)) or k in valid}
+        if "options" in changes:
+            for name in self.options.__dataclass_fields__:
+                flat.pop(name, None)
+        flat.update(changes)
+        return type(self)(**flat)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]):
+        """Inverse of ``to_dict`` (unknown keys raise ``ValueError``)."""
+        return cls(**dict(d))
+
+    def key(self) -> str:
+        """Stable 16-hex-digit hash (:func:`config_key`) of the canonical JSON of ``to_dict``, which holds
+        :data:`ENGINE_VERSION`."""
+        return config_key(self.to_dict())
+
+
 @dataclass(frozen=True, init=False)
-class RunConfig:
+class RunConfig(OptionsConfig):
     """Everything one training run needs besides the data (validated on construction).
 
     Build it with keywords: ``RunConfig(dataset=..., method=..., eps=..., lam=..., <method options>)``
@@ -226,16 +283,7 @@ class RunConfig:
                              f"train it with a method whose privacy unit is a client "
                              f"({', '.join(methods_of_unit(CLIENT))}; fedtrain.fedhdp), not the cross-silo engine "
                              "(sample-level DP per silo)")
-        opts: dict[str, Any] = {}
-        if isinstance(options, MethodOptions):
-            if not isinstance(options, spec.options):
-                raise ValueError(f"options must be {spec.options.__name__} for method {self.method!r} "
-                                 f"(got {type(options).__name__})")
-            opts = options.to_dict()
-        elif isinstance(options, Mapping):
-            opts = dict(options)
-        elif options is not None:
-            raise ValueError(f"options must be a {spec.options.__name__} or a mapping (got {options!r})")
+        opts = self._options_mapping(spec, options)
         opts.update(kwargs)
         valid = set(params_of(spec.options))
         known = option_params()
@@ -270,11 +318,6 @@ class RunConfig:
         eps = self.eps if isinstance(self.eps, tuple) else (self.eps,)
         return any(math.isfinite(e) for e in eps)
 
-    @property
-    def spec(self):
-        """The method's registry entry (:class:`fedtrain.methods.registry.MethodSpec`)."""
-        return method_spec(self.method)
-
     @classmethod
     def paper(cls, dataset: str, method: str, **overrides: Any) -> "RunConfig":
         """A config with the App. C.4 settings of ``dataset`` (:func:`fedtrain.presets.paper_defaults`), then ``overrides``."""
@@ -282,39 +325,11 @@ class RunConfig:
         kw.update(overrides)
         return cls(dataset=dataset, method=method, **kw)
 
-    def to_flat(self) -> dict[str, Any]:
-        """The common fields and the method's options in one flat dict of Python values."""
-        out = {name: getattr(self, name) for name in params_of(RunConfig)}
-        out.update({name: getattr(self.options, name) for name in self.options.__dataclass_fields__})
-        return out
-
-    def replace(self, **changes: Any) -> "RunConfig":
-        """A copy with some fields or options changed (validated again).  When the method changes, the
-        old method's options that the new one does not have are dropped."""
-        flat = self.to_flat()
-        if "method" in changes and changes["method"] != self.method:
-            valid = set(params_of(method_spec(changes["method"]).options))
-            flat = {k: v for k, v in flat.items() if k in params_of(RunConfig) or k in valid}
-        if "options" in changes:
-            for name in self.options.__dataclass_fields__:
-                flat.pop(name, None)
-        flat.update(changes)
-        return RunConfig(**flat)
-
     def to_dict(self) -> dict[str, Any]:
         """The JSON-safe encoding (:func:`fedtrain.encoding.encode`): common fields, then ``options``."""
         out = {name: encode(getattr(self, name)) for name in params_of(RunConfig)}
         out["options"] = self.options.to_dict()
         return out
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "RunConfig":
-        """Inverse of :meth:`to_dict` (also accepts options as flat keys; unknown keys raise ``ValueError``)."""
-        return cls(**dict(d))
-
-    def key(self) -> str:
-        """Stable 16-hex-digit hash of the canonical JSON of the config and :data:`ENGINE_VERSION`."""
-        return config_key(self.to_dict())
 
     def __hash__(self) -> int:  # dataset_options is a dict: hash the canonical form instead
         return hash(self.key())

@@ -22,16 +22,17 @@ are the dataset's ``info["nonprivate_clients"]`` (:mod:`fedtrain.data.noniid_dig
 every 50 rounds, S⁰ = 0.5, η_b = 0.2, κ = 0.5, effective noise multiplier 1.5, 500 rounds, δ = 1e-4) except
 ``local_epochs`` (Table 7: 25).
 
-:meth:`FedHDPConfig.key` is :func:`fedtrain.config.config_key` of :meth:`FedHDPConfig.to_dict`: it holds the
-engine version, as the cross-silo configurations' keys do, and with the data's identity it files a run in a
+:meth:`FedHDPConfig.key` (shared with :class:`fedtrain.config.RunConfig` through
+:class:`fedtrain.config.OptionsConfig`) is :func:`fedtrain.config.config_key` of :meth:`FedHDPConfig.to_dict`: it
+holds the engine version, as the cross-silo configurations' keys do, and with the data's identity it files a run in a
 results store (:func:`fedtrain.fedhdp.experiments.run_key`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
-from fedtrain.config import config_key
+from fedtrain.config import OptionsConfig
 from fedtrain.encoding import encode
 from fedtrain.methods.options import MethodOptions
 from fedtrain.methods.registry import CLIENT_METHODS, METHOD_REGISTRY, method_spec, option_params
@@ -46,7 +47,7 @@ METHOD_LABELS = {m: METHOD_REGISTRY[m].label for m in CLIENT_METHODS}
 
 
 @dataclass(frozen=True, init=False)
-class FedHDPConfig:
+class FedHDPConfig(OptionsConfig):
     """One run of a client-level method (module docstring); every field and option validated on construction.
 
     Build it with keywords: ``FedHDPConfig(method="fedhdp", ratio=0.05, rounds=100, ...)``; the options of the
@@ -81,13 +82,7 @@ class FedHDPConfig:
         validate_fields(self)
         spec = method_spec(self.method)
         options = kwargs.pop("options", None)
-        opts: dict[str, Any] = {}
-        if isinstance(options, MethodOptions):
-            opts = options.to_dict()
-        elif isinstance(options, Mapping):
-            opts = dict(options)
-        elif options is not None:
-            raise ValueError(f"options must be a {spec.options.__name__} or a mapping (got {options!r})")
+        opts = self._options_mapping(spec, options)
         opts.update(kwargs)
         mine = params_of(spec.options)
         known = option_params()
@@ -116,30 +111,9 @@ class FedHDPConfig:
         raise AttributeError(f"FedHDPConfig of method {self.__dict__.get('method')!r} has no field or option {name!r}")
 
     @property
-    def spec(self):
-        """The method's registry entry (:class:`fedtrain.methods.registry.MethodSpec`)."""
-        return method_spec(self.method)
-
-    @property
     def effective_ratio(self) -> float:
         """The weight ratio the method uses: its ``ratio`` option, or 1 for the methods without one."""
         return float(self.options.ratio) if self.spec.takes_ratio else 1.0
-
-    def replace(self, **changes: Any) -> "FedHDPConfig":
-        """A copy with some fields or options changed (validated again); when the method changes, options the new
-        method does not have are dropped."""
-        flat = self.to_flat()
-        if "method" in changes and changes["method"] != self.method:
-            valid = set(params_of(method_spec(changes["method"]).options))
-            flat = {k: v for k, v in flat.items() if k in params_of(FedHDPConfig) or k in valid}
-        flat.update(changes)
-        return FedHDPConfig(**flat)
-
-    def to_flat(self) -> dict[str, Any]:
-        """The fields and the method's options in one flat dict of Python values."""
-        out = {name: getattr(self, name) for name in params_of(FedHDPConfig)}
-        out.update({name: getattr(self.options, name) for name in self.options.__dataclass_fields__})
-        return out
 
     def to_dict(self) -> dict:
         """The JSON-safe encoding, flat: the fields, the options and ``ratio`` (the weight ratio the method uses,
@@ -147,15 +121,6 @@ class FedHDPConfig:
         out = {k: encode(v) for k, v in self.to_flat().items()}
         out["ratio"] = encode(self.effective_ratio)
         return out
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "FedHDPConfig":
-        """Inverse of :meth:`to_dict`."""
-        return cls(**dict(d))
-
-    def key(self) -> str:
-        """:func:`fedtrain.config.config_key` of :meth:`to_dict` (holds the engine version)."""
-        return config_key(self.to_dict())
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, FedHDPConfig) and self.to_dict() == other.to_dict()

@@ -136,3 +136,21 @@ def test_a_run_leaves_the_global_random_state_alone():
     assert torch.equal(torch.random.get_rng_state(), torch_state)
     after = np.random.get_state()
     assert after[0] == np_state[0] and np.array_equal(after[1], np_state[1]) and after[2:] == np_state[2:]
+
+
+def test_replace_with_options_replaces_every_option():
+    """``replace(options=...)`` replaces the options (the old flat option values do not override them), in
+    both configuration classes (fedtrain.config.OptionsConfig)."""
+    from fedtrain.config import RunConfig
+    from fedtrain.fedhdp.config import FedHDPConfig
+    from fedtrain.methods.options import FedHDPOptions
+
+    c = FedHDPConfig(method="fedhdp", ratio=0.2, rounds=3)
+    d = c.replace(options=FedHDPOptions(ratio=0.7))
+    assert d.ratio == 0.7 and d.rounds == 3 and c.ratio == 0.2
+    assert c.replace(rounds=4).key() != c.key() and c.replace(rounds=3).key() == c.key()
+    assert FedHDPConfig.from_dict(c.to_dict()) == c
+    r = RunConfig(dataset="school", method="mrmtl", lam=0.5)
+    assert r.replace(method="local").to_flat()["method"] == "local" and RunConfig.from_dict(r.to_dict()) == r
+    with pytest.raises(ValueError, match="options must be FedHDPOptions for method 'fedhdp'"):
+        FedHDPConfig(method="fedhdp", options=r.options)
