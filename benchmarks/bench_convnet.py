@@ -26,6 +26,10 @@ the GPU and the Opacus loop on the GPU, each once untimed then best of ``--repea
 (target ≥ 10× over the Opacus loop on the GPU); the device's name is printed.  ``--gpu-device cpu`` runs the
 same code path on the CPU (a dry run for machines without a GPU).
 
+The roofline (``--roofline``) measures this core's GEMM rate on conv2's GEMM shapes and prints each side's
+arithmetic rate (FLOPs per example counted from the model's shapes, :func:`convnet_macs`) as a share of it, the
+engine's ceiling (every FLOP at that rate) and the engine/Opacus ratio that ceiling would give.
+
 The silo-chunk study (``--chunks``) times the engine's per-step clipped-gradient sum for several
 ``silo_chunk`` values (1 = a loop over silos, None = all silos vectorized up to the memory bound) for the
 three models, which is how :data:`fedtrain.models.DEFAULT_SILO_CHUNK` was chosen.
@@ -61,6 +65,9 @@ def parse(argv=None):
     p.add_argument("--no-opacus", action="store_true")
     p.add_argument("--profile", action="store_true",
                    help="profile one engine run and one Opacus run (torch.profiler): where the time goes")
+    p.add_argument("--roofline", action="store_true",
+                   help="also measure this core's GEMM rate on the ConvNet's GEMM shapes and set both sides' "
+                        "arithmetic against it: the engine's ceiling and the ratio it would allow")
     p.add_argument("--paper-gpu", action="store_true",
                    help="paper scale (--n defaults to 1500): engine CPU vs engine GPU vs Opacus loop on the GPU")
     p.add_argument("--gpu-device", default="cuda", help="the GPU side's device for --paper-gpu (cpu: a dry run)")
@@ -123,6 +130,8 @@ def main(argv=None):
         out["fig6_minutes_per_run"] = minutes
         print(f"a Fig. 6 run ({args.silos} silos x {n6} images, T = {args.fig6_rounds}, B = {args.batch}): "
               f"{minutes:.1f} min on this machine's {out['torch_threads']} thread(s), engine", flush=True)
+    if args.roofline:
+        out["roofline"] = roofline(data, out)
     if args.chunks:
         out["chunks"] = chunk_study(args.device)
     if args.profile:
@@ -222,6 +231,67 @@ def profile(cfg, data, z, top: int = 12) -> dict:
             print(f"  {e.key:40s} {e.self_cpu_time_total / 1e6:7.2f} s  {100 * e.self_cpu_time_total / total:5.1f} %  "
                   f"({e.count} calls)")
     return out
+
+
+def convnet_macs(data) -> dict:
+    """Multiply-accumulates per DP-SGD example of the two sides, counted from the ConvNet's shapes (App. C.1).
+
+    The engine (``ConvNetModel.clipped_grad_sum``): conv1 forward and per-example gradient (its patches carry the
+    bias row), conv2 forward, backward to its input and per-example gradient, fc forward and backward to its input
+    (fc's per-example gradient is never formed: its norm is ``‖g‖²‖ã‖²``).  Opacus: autograd's forward and backward
+    (input gradients where needed, and the summed weight gradients, which the engine does not compute), plus the
+    grad sampler's per-example gradient of every layer."""
+    from fedtrain.models.convnet import CONVNET_CHANNELS, ConvNetModel
+
+    m = ConvNetModel(tuple(data.input_shape), data.num_classes)
+    C, H, W = m.input_shape
+    c1, c2 = CONVNET_CHANNELS
+    h1, w1 = H + 2 * m.pad - 2, W + 2 * m.pad - 2
+    h2, w2 = h1 // 2 + 2 * m.pad - 2, w1 // 2 + 2 * m.pad - 2
+    conv1, conv2, fc = h1 * w1 * 9 * C * c1, h2 * w2 * 9 * c1 * c2, m.features * m.out_dim
+    return {"engine": 2 * (conv1 + h1 * w1 * c1) + 3 * conv2 + 2 * fc, "opacus": 3 * conv1 + 4 * conv2 + 4 * fc,
+            "conv2_gemm": (h2 * w2, 9 * c1, c2)}
+
+
+def roofline(data, out: dict, reps: int = 30) -> dict:
+    """This core's single-precision GEMM rate on conv2's three GEMMs at the engine's micro-batch (the forward
+    ``(b·L, 9·32) × (9·32, 64)``, the per-example gradients ``b × (64, L) × (L, 9·32)`` and the backward's
+    ``(b·L, 64) × (64, 9·32)``), and each side's arithmetic rate (:func:`convnet_macs` × examples per second)
+    against it.  The engine's ceiling is that rate over its FLOPs per example; over Opacus' measured examples per
+    second it bounds the ratio any implementation of these GEMMs reaches on this core."""
+    import torch
+
+    from fedtrain.models.convnet import CONVNET_EXAMPLE_CHUNK
+
+    macs = convnet_macs(data)
+    L, k, n = macs["conv2_gemm"]
+    b = CONVNET_EXAMPLE_CHUNK
+    a, w = torch.randn(b * L, k), torch.randn(k, n)
+    g, p = torch.randn(b, n, L), torch.randn(b, L, k)
+    gz, wt = torch.randn(b * L, n), torch.randn(n, k)
+    shapes = [lambda: a @ w, lambda: torch.bmm(g, p), lambda: gz @ wt]
+    total = 0.0
+    for f in shapes:
+        f()
+        total += min(_timed(f) for _ in range(reps))
+    gflops = 3 * 2 * b * L * k * n / total / 1e9
+    res = {"gemm_gflops": gflops, "macs_per_example": {s: macs[s] for s in ("engine", "opacus")}}
+    print(f"this core's GEMM rate on conv2's shapes (one thread, micro-batch {b}): {gflops:.1f} GFLOP/s")
+    for side in ("engine", "opacus"):
+        key = f"{side}_examples_per_s"
+        if key in out:
+            rate = out[key] * 2 * macs[side] / 1e9
+            res[side + "_gflops"] = rate
+            print(f"{side}: {2 * macs[side] / 1e6:.1f} MFLOP per example, {rate:.1f} GFLOP/s = "
+                  f"{100 * rate / gflops:.0f} % of the GEMM rate")
+    ceiling = gflops * 1e9 / (2 * macs["engine"])
+    res["engine_ceiling_examples_per_s"] = ceiling
+    line = f"the engine's ceiling at the GEMM rate: {ceiling:,.0f} examples/s"
+    if "opacus_examples_per_s" in out:
+        res["ratio_ceiling"] = ceiling / out["opacus_examples_per_s"]
+        line += f", {res['ratio_ceiling']:.2f}x the measured Opacus"
+    print(line, flush=True)
+    return res
 
 
 def _timed(fn):

@@ -1,0 +1,36 @@
+"""benchmarks/bench_convnet.py's arithmetic count (convnet_macs), checked against torch's FLOP counter."""
+import importlib.util
+from pathlib import Path
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from fedtrain.models.convnet import convnet_module
+from fedtrain.testing import tiny_images
+
+
+def _bench():
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_convnet.py"
+    spec = importlib.util.spec_from_file_location("bench_convnet", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_opacus_count_is_autograd_plus_one_per_example_product_per_layer():
+    data = tiny_images(num_silos=1, shape=(1, 28, 28), num_classes=10, n_range=(4, 4), n_test=2, seed=0)
+    macs = _bench().convnet_macs(data)
+    net = convnet_module((1, 28, 28), 10)
+    x = torch.randn(1, 1, 28, 28)
+    with FlopCounterMode(display=False) as fwd:
+        net(x)
+    with FlopCounterMode(display=False) as both:
+        net(x).sum().backward()
+    forward = fwd.get_total_flops() // 2  # MACs of the forward = one per-example product per layer
+    assert macs["opacus"] == both.get_total_flops() // 2 + forward
+    # the engine: every layer's forward, conv2's and fc's input gradients, conv1's and conv2's per-example products
+    # (conv1's GEMMs, forward and per-example, on patches with a bias row of ones), no summed weight gradient and no
+    # fc per-example product
+    L1, L2 = 26 * 26, 11 * 11
+    assert macs["engine"] == forward + L1 * 32 + L2 * 288 * 64 * 2 + 1600 * 10 + L1 * 10 * 32
+    assert macs["conv2_gemm"] == (L2, 288, 64)
