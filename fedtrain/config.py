@@ -135,8 +135,6 @@ class OptionsConfig:
     :func:`fedtrain.params.param` and the method's options dataclass in ``options`` (read as attributes); the flat
     form, ``replace``, the round trip through ``to_dict`` (each class' own) and the key."""
 
-    __slots__ = ()
-
     @staticmethod
     def _options_mapping(spec: Any, options: Any) -> dict[str, Any]:
         """``options`` (the method's options dataclass, a mapping or ``None``) as a dict of option values."""

@@ -592,6 +592,13 @@ def _foot(fig, text: str, fontsize: float = 7.0) -> str:
     return textwrap.fill(text, per_line)
 
 
+def _setting_foot(fig, rows: Sequence["RunResult"], note: str) -> None:
+    """The Fig. 6 figures' foot line below the legend: the setting of ``rows`` (:func:`fig6_setting_text`) and
+    ``note``, wrapped to the figure's width."""
+    fig.text(0.5, -0.17, _foot(fig, (fig6_setting_text(rows) if rows else "no runs") + note), ha="center", va="top",
+             fontsize=7)
+
+
 def fig6_setting_text(rows: Sequence["RunResult"]) -> str:
     """The setting of Fig. 6 runs, for the figure and its caption: data (real or stand-in), silos, training images
     per silo, rotation groups, T, η, B, C, δ, the ε values, the accountant and the adjacency (from the stored
@@ -704,8 +711,7 @@ def plot_fig6(rows: Sequence["RunResult"], *, eps_values: "Sequence[float] | Non
                                                                         mfc="white")]
     labels += ["mean ± sd over seeds", "one seed"]
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, frameon=False, fontsize=8)
-    fig.text(0.5, -0.17, _foot(fig, (fig6_setting_text(rows) if rows else "no runs") + note), ha="center", va="top",
-             fontsize=7)
+    _setting_foot(fig, rows, note)
     fig.tight_layout()
     return fig
 
@@ -714,7 +720,7 @@ def plot_fig6_lambda_profile(rows: Sequence["RunResult"], *, eps_values: "Sequen
                              note: str = "", empty_text: str = "no runs yet"):
     """Test accuracy against λ for MR-MTL (solid, with Local as its λ = 0) and IFCA-warm-started MR-MTL (dashed,
     with IFCA → Local as its λ = 0), a line per mask ratio, one panel per privacy level: whether the best λ
-    (starred) lies inside the λ grid, Fig. 6's check (d).  λ is on a log axis, λ = 0 to the left of it; each
+    (starred) is located, Fig. 6's check (d) (:func:`fedtrain.fig6_checks.locate_lambda`).  λ is on a log axis, λ = 0 to the left of it; each
     panel's ticks are the λ it has, on one x range shared by the panels.
 
     Points are means over the seeds present, an error bar of ± 1 sd where a point has two or more; each panel's
@@ -778,8 +784,7 @@ def plot_fig6_lambda_profile(rows: Sequence["RunResult"], *, eps_values: "Sequen
                 Line2D([], [], marker="*", ms=10, color="0.3", mec="black", ls="")]
     labels += ["MR-MTL (λ = 0: Local)", "IFCA → MR-MTL (λ = 0: IFCA → Local)", "best λ of the line"]
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, frameon=False, fontsize=8)
-    fig.text(0.5, -0.17, _foot(fig, (fig6_setting_text(rows) if rows else "no runs") + note), ha="center", va="top",
-             fontsize=7)
+    _setting_foot(fig, rows, note)
     fig.tight_layout()
     return fig
 

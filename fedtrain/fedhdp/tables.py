@@ -107,16 +107,17 @@ def format_table(rows: Sequence[dict], *, digits: int = 2, with_sd: bool = True,
             cells.append(str(row["n"]))
         body.append(cells)
     if parts is None:
-        parts = {"": head}
+        tables = [(None, head)]
     else:
         unknown = sorted({c for cols in parts.values() for c in cols} - set(head))
         if unknown or not parts:
             raise ValueError(f"parts must map names to headers among {head} (unknown: {unknown})")
-        parts = {name: list(cols) + (["seeds"] if with_sd and "seeds" not in cols else []) for name, cols in parts.items()}
+        tables = [(name, list(cols) + (["seeds"] if with_sd and "seeds" not in cols else []))
+                  for name, cols in parts.items()]
     lines = [f"**{title}**", ""] if title else []
-    for name, cols in parts.items():
+    for name, cols in tables:
         idx = [head.index(c) for c in cols]
-        if name:
+        if name is not None:
             lines += ([""] if lines else []) + [f"*{name}*", ""]
         lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         lines += ["| " + " | ".join(cells[i] for i in idx) + " |" for cells in body]

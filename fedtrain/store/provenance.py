@@ -28,18 +28,17 @@ def git_commit(repo: str | os.PathLike | None = None) -> str:
     named = os.environ.get(COMMIT_ENV, "").strip()
     if named:
         return f"{named} (copy)"
-    fallback = "unknown"
     if not (repo / ".git").exists():
-        return fallback
+        return "unknown"
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True,
                               timeout=10).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--", "fedtrain", "fedtheory"], cwd=repo,
                                capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return fallback
+        return "unknown"
     if not head:
-        return fallback
+        return "unknown"
     return head + ("+dirty" if dirty else "")
 
 
