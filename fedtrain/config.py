@@ -149,6 +149,19 @@ class OptionsConfig:
             raise ValueError(f"options must be a {spec.options.__name__} or a mapping (got {options!r})")
         return {}
 
+    def __getattr__(self, name: str) -> Any:
+        # the method's options read as attributes (only called when normal lookup fails)
+        if name.startswith("__") or name == "options":
+            raise AttributeError(name)
+        opts = self.__dict__.get("options")
+        if opts is not None and name in opts.__dataclass_fields__:
+            return getattr(opts, name)
+        return self._missing_attribute(name)
+
+    def _missing_attribute(self, name: str) -> Any:
+        """What reading ``name``, neither a field nor an option of the method, gives (each class its own)."""
+        raise AttributeError(f"{type(self).__name__} has no field or method option {name!r}")
+
     @property
     def spec(self):
         """The method's registry entry (:class:`fedtrain.methods.registry.MethodSpec`)."""
@@ -297,13 +310,7 @@ class RunConfig(OptionsConfig):
         except (TypeError, ValueError) as exc:
             raise ValueError(f"dataset_options must hold only JSON values (got {self.dataset_options!r})") from exc
 
-    def __getattr__(self, name: str) -> Any:
-        # method options read as attributes (only called when normal lookup fails)
-        if name.startswith("__") or name == "options":
-            raise AttributeError(name)
-        opts = self.__dict__.get("options")
-        if opts is not None and name in opts.__dataclass_fields__:
-            return getattr(opts, name)
+    def _missing_attribute(self, name: str) -> Any:
         known = option_params()
         if name in known:
             return known[name][1]  # an option of another method: its default (no effect here)

@@ -101,13 +101,7 @@ class FedHDPConfig(OptionsConfig):
                                  f"{', '.join(common)})")
         object.__setattr__(self, "options", spec.options(**opts))
 
-    def __getattr__(self, name: str) -> Any:
-        # the method's options read as attributes (only called when normal lookup fails)
-        if name.startswith("__") or name == "options":
-            raise AttributeError(name)
-        opts = self.__dict__.get("options")
-        if opts is not None and name in opts.__dataclass_fields__:
-            return getattr(opts, name)
+    def _missing_attribute(self, name: str) -> Any:
         raise AttributeError(f"FedHDPConfig of method {self.__dict__.get('method')!r} has no field or option {name!r}")
 
     @property

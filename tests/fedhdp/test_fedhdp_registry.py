@@ -154,3 +154,23 @@ def test_replace_with_options_replaces_every_option():
     assert r.replace(method="local").to_flat()["method"] == "local" and RunConfig.from_dict(r.to_dict()) == r
     with pytest.raises(ValueError, match="options must be FedHDPOptions for method 'fedhdp'"):
         FedHDPConfig(method="fedhdp", options=r.options)
+
+
+def test_options_read_as_attributes_and_unknown_names_refused():
+    """Both configuration classes read the method's options as attributes (fedtrain.config.OptionsConfig);
+    a RunConfig gives another method's option its default, a FedHDPConfig refuses it, and an unknown name is
+    an AttributeError naming it in both."""
+    from fedtrain.config import RunConfig
+    from fedtrain.methods.registry import option_params
+
+    r = RunConfig(dataset="school", method="mrmtl", lam=0.5)
+    assert r.lam == 0.5
+    assert r.num_clusters == option_params()["num_clusters"][1]  # IFCA's option: its default
+    c = FedHDPConfig(method="fedhdp", ratio=0.2, rounds=3)
+    assert c.ratio == 0.2
+    for obj, cls in ((r, "RunConfig"), (c, "FedHDPConfig")):
+        with pytest.raises(AttributeError, match=f"{cls}.*'no_such_name'"):
+            obj.no_such_name
+    with pytest.raises(AttributeError, match="'lam'"):
+        c.lam
+    assert not hasattr(r, "__no_dunder__")
