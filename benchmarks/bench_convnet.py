@@ -34,6 +34,10 @@ The silo-chunk study (``--chunks``) times the engine's per-step clipped-gradient
 ``silo_chunk`` values (1 = a loop over silos, None = all silos vectorized up to the memory bound) for the
 three models, which is how :data:`fedtrain.models.DEFAULT_SILO_CHUNK` was chosen.
 
+Threads: ``OMP_NUM_THREADS`` sets both sides' torch threads; with more than one the engine shares its models
+(silo × configuration) out over that many threads (``ConvNetModel.cpu_workers``, each on one core) and Opacus
+runs each silo's kernels on all of them.
+
 Usage::
 
     OMP_NUM_THREADS=1 flock /tmp/fedbook-heavy.lock python benchmarks/bench_convnet.py [--n 200]

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import math
+from concurrent.futures import ThreadPoolExecutor
 from typing import Mapping
 
 import torch
@@ -20,6 +22,18 @@ CONVNET_MIN_VALID = 10
 #: Examples per micro-batch of the ConvNet's CPU clipped-gradient sum (:meth:`ConvNetModel.clipped_grad_sum`):
 #: small enough that one micro-batch's activations and patches stay in cache and are reused by the allocator.
 CONVNET_EXAMPLE_CHUNK = 25
+
+
+@contextlib.contextmanager
+def _one_thread_per_worker():
+    """torch's intra-op threads set to one while the CPU path's workers run (each worker's kernels on its own core;
+    a new thread takes the setting at its first parallel kernel), restored after."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _sqnorm(v: torch.Tensor) -> torch.Tensor:
@@ -46,20 +60,26 @@ class ConvNetModel(FunctionalModel):
     draw; IFCA's centres each draw their own).  Per-example gradients are computed as Opacus' grad samplers do
     (patches × gradients of the pre-activations, :meth:`clipped_grad_sum`): on CPU one model at a time in
     micro-batches of ``example_chunk`` examples (:data:`CONVNET_EXAMPLE_CHUNK`), convolutions as GEMMs on their
-    patches and the backward written out with ATen's kernels; on CUDA all models at once; the generic ``torch.func``
-    path (:meth:`per_example_grads_func`) is kept for checks.  :meth:`forward` runs the models one at a time on CPU
-    (channels-last) and batched on CUDA, in chunks of at most ``GENERIC_MAX_ENTRIES`` input entries.
+    patches and the backward written out with ATen's kernels, the models spread over ``cpu_workers`` threads
+    (default: torch's thread count), each on one core, so the numbers are those of a one-thread run; on CUDA all
+    models at once; the generic ``torch.func`` path (:meth:`per_example_grads_func`) is kept for checks.
+    :meth:`forward` runs the models one at a time on CPU (channels-last, over ``cpu_workers`` threads) and batched
+    on CUDA, in chunks of at most ``GENERIC_MAX_ENTRIES`` input entries.
     """
 
     random_init = True
 
     def __init__(self, input_shape: tuple[int, int, int], out_dim: int, dtype: torch.dtype = torch.float32,
                  device: str | torch.device = "cpu", *, padding: str | None = None, silo_chunk: int | None = None,
-                 example_chunk: int = CONVNET_EXAMPLE_CHUNK):
+                 example_chunk: int = CONVNET_EXAMPLE_CHUNK, cpu_workers: int | None = None):
         super().__init__(dtype, device, silo_chunk)
         if not isinstance(example_chunk, int) or isinstance(example_chunk, bool) or example_chunk < 1:
             raise ValueError(f"example_chunk must be a positive integer (got {example_chunk!r})")
+        if cpu_workers is not None and (not isinstance(cpu_workers, int) or isinstance(cpu_workers, bool)
+                                        or cpu_workers < 1):
+            raise ValueError(f"cpu_workers must be a positive integer or None (got {cpu_workers!r})")
         self.example_chunk = example_chunk
+        self.cpu_workers = cpu_workers
         shape = tuple(input_shape) if input_shape is not None else ()
         if len(shape) != 3 or not all(isinstance(v, (int,)) or hasattr(v, "__index__") for v in shape) \
                 or min(int(v) for v in shape) < 1:
@@ -227,7 +247,8 @@ class ConvNetModel(FunctionalModel):
         return buf.view(h.shape[0], t.shape[1] * t.shape[2], -1)
 
     def clipped_grad_sum(self, theta, x, y, valid, loss: Loss, clip, prox=None):
-        """:meth:`FunctionalModel.clipped_grad_sum` (same arguments and returns), one model at a time.
+        """:meth:`FunctionalModel.clipped_grad_sum` (same arguments and returns), one model at a time (the models
+        shared out over ``cpu_workers`` threads, each running its kernels on one core).
 
         For each of the ``U·c·K`` models, in micro-batches of ``example_chunk`` examples: the forward (each
         convolution a GEMM on its patches, :meth:`_conv1` and :meth:`_patches`, the patches being needed again for the
@@ -261,20 +282,20 @@ class ConvNetModel(FunctionalModel):
         h2s, w2s = hp + 2 * pad - 2, wp + 2 * pad - 2  # the second convolution's output
         L1, L2 = h1s * w1s, h2s * w2s
         kw = dict(dtype=theta.dtype, device=theta.device)
-        # workspaces reused by every micro-batch (the first patches' last row: the bias' ones)
-        ws_A1, ws_A2 = torch.ones(mb, 9 * C + 1, L1, **kw), torch.empty(mb * L2 * 9 * c1, **kw)
-        ws_Z1, ws_gZ1 = torch.empty(mb * L1 * c1, **kw), torch.empty(mb * L1 * c1, **kw)
-        ws_gZ2, ws_B2 = torch.empty(mb * L2 * c2, **kw), torch.empty(mb, c2, 9 * c1, **kw)
-        ws_h1, ws_Z2 = torch.empty(mb * hp * wp * c1, **kw), torch.empty(mb * L2 * c2, **kw)
-        ws_i1 = torch.empty(mb * hp * wp * c1, dtype=torch.int64, device=theta.device)
         # the accumulators' shapes: those of _blocks
         block_shapes = [(9 * C + 1, c1), (c2, 9 * c1), (c2,), self.shapes["fc.weight"], self.shapes["fc.bias"]]
 
         def cl(ws: torch.Tensor, n: int, h: int, w: int, ch: int) -> torch.Tensor:  # an NCHW view, channels-last
             return ws[: n * h * w * ch].view(n, h, w, ch).permute(0, 3, 1, 2)
 
-        for u in range(U):
-            for k in range(K):
+        def work(models: list[tuple[int, int]]) -> None:  # the (stream, silo) models of one worker
+            # workspaces reused by every micro-batch (the first patches' last row: the bias' ones)
+            ws_A1, ws_A2 = torch.ones(mb, 9 * C + 1, L1, **kw), torch.empty(mb * L2 * 9 * c1, **kw)
+            ws_Z1, ws_gZ1 = torch.empty(mb * L1 * c1, **kw), torch.empty(mb * L1 * c1, **kw)
+            ws_gZ2, ws_B2 = torch.empty(mb * L2 * c2, **kw), torch.empty(mb, c2, 9 * c1, **kw)
+            ws_h1, ws_Z2 = torch.empty(mb * hp * wp * c1, **kw), torch.empty(mb * L2 * c2, **kw)
+            ws_i1 = torch.empty(mb * hp * wp * c1, dtype=torch.int64, device=theta.device)
+            for u, k in models:
                 # Poisson batches are padded to the longest row; when the real examples form a prefix (the
                 # geometric and sorted-keys samplers), only that prefix is computed (the padding's factor is 0)
                 ok_full = okf[u, k]
@@ -338,7 +359,25 @@ class ConvNetModel(FunctionalModel):
                             acc[j][4].add_(fg.sum(0))
                 for j in range(c):
                     torch.cat(self._flat_from_blocks(acc[j]), out=totals[u, j, k])
+
+        models = [(u, k) for u in range(U) for k in range(K)]
+        workers = min(self._cpu_workers(), len(models))
+        self._map_models(work, [models[i::workers] for i in range(workers)])  # a share of the models each
         return totals.reshape(S, K, D), norms.reshape(S, K, b)
+
+    def _cpu_workers(self) -> int:
+        """Threads of the CPU paths: ``cpu_workers``, or torch's intra-op thread count."""
+        return self.cpu_workers if self.cpu_workers is not None else torch.get_num_threads()
+
+    def _map_models(self, fn, items) -> list:
+        """``[fn(i) for i in items]``, on :meth:`_cpu_workers` threads when there are several, each running its
+        kernels on one core (models are independent: the numbers are those of a serial one-thread run)."""
+        items = list(items)
+        workers = min(self._cpu_workers(), len(items))
+        if workers <= 1:
+            return [fn(i) for i in items]
+        with _one_thread_per_worker(), ThreadPoolExecutor(workers) as executor:
+            return list(executor.map(fn, items))
 
     def _blocks(self, P: Mapping[str, torch.Tensor]) -> list[torch.Tensor]:
         """Parameters in the layouts of the CPU path's per-example blocks: ``[conv1 [weight; bias] (9·C+1, 32)
@@ -390,7 +429,8 @@ class ConvNetModel(FunctionalModel):
     def forward(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """``theta (..., D)``, ``x (..., b, p)`` (leading dimensions broadcast) → ``(..., b, o)``.
 
-        On CPU runs the models one at a time (channels-last convolutions, as :meth:`clipped_grad_sum`; on CUDA
+        On CPU runs the models one at a time (channels-last convolutions, as :meth:`clipped_grad_sum`, over
+        ``cpu_workers`` threads; on CUDA
         all at once with :meth:`_layers`) on chunks of
         the broadcast leading dimensions (at most ``GENERIC_MAX_ENTRIES`` input entries, and ``silo_chunk``
         models, per chunk)."""
@@ -413,7 +453,8 @@ class ConvNetModel(FunctionalModel):
             if t.device.type != "cpu":
                 outs.append(self._layers(P, xi)[0])
                 continue
-            outs.append(torch.stack([self._apply_cl({n: v[g] for n, v in P.items()}, xi[g]) for g in range(t.shape[0])]))
+            outs.append(torch.stack(self._map_models(
+                lambda g: self._apply_cl({n: v[g] for n, v in P.items()}, xi[g]), range(t.shape[0]))))
         return torch.cat(outs, 0).reshape(*lead, b, self.out_dim)
 
 

@@ -74,7 +74,7 @@ def test_per_example_grads_equal_opacus(shape):
     assert torch.allclose(Gf, ref, atol=1e-5 * float(scale), rtol=1e-4), float((Gf - ref).abs().max() / scale)
 
 
-@pytest.mark.parametrize("shape", [(3, 8, 8), (3, 12, 12)])  # 'same' padding (8×8) and 'valid', C = 3
+@pytest.mark.parametrize("shape", [(3, 8, 8), (3, 12, 12), (1, 28, 28), (1, 29, 27)])  # 'same' (8×8) and 'valid'
 def test_forward_matches_the_module_for_colour_images(shape):
     """The first convolution as a GEMM on the patches (channels-last) equals ``nn.Conv2d`` for C > 1 and both
     paddings."""
@@ -339,3 +339,48 @@ def test_cpu_path_uses_each_loss_derivative_correctly(task, out):
         assert float(n2.max()) > 0  # the gradients are not all zero (hinge: some margins below 1)
         torch.testing.assert_close(t1, t2, rtol=1e-10, atol=1e-12)
         torch.testing.assert_close(n1, n2, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_models_on_several_cores_give_the_one_thread_numbers(workers):
+    """``cpu_workers``: the CPU path spreads the models (silo × configuration) over threads, each running its
+    kernels on one core, so the clipped sums, norms and outputs are bit for bit those of a serial one-thread run
+    (with the prox term, an empty batch and a padded one); torch's thread count is restored afterwards."""
+    from fedtrain.losses import loss_for_task
+    from fedtrain.models import build_model
+
+    torch.manual_seed(0)
+    shape = (1, 28, 28)
+    p = math.prod(shape)
+    serial = build_model("convnet", p, 10, input_shape=shape, cpu_workers=1)
+    spread = build_model("convnet", p, 10, input_shape=shape, cpu_workers=workers)
+    loss = loss_for_task("multiclass")
+    U, c, K, b = 2, 2, 3, 30
+    theta = serial.init((U * c, K), torch.Generator().manual_seed(3))
+    x = torch.rand(U, K, b, p + 1)
+    x[..., -1] = 1.0
+    y = torch.randint(0, 10, (U, K, b))
+    valid = torch.rand(U, K, b) < 0.8
+    valid[0, 1] = False  # an empty batch
+    clip = torch.full((U * c, K), 0.5)
+    prox = 0.01 * torch.randn(U * c, K, theta.shape[-1])
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        want = [serial.clipped_grad_sum(theta, x, y, valid, loss, clip, pr) for pr in (None, prox)]
+        want_out = serial.forward(theta.reshape(U, c, K, -1), x[:, None])
+        torch.set_num_threads(2)
+        got = [spread.clipped_grad_sum(theta, x, y, valid, loss, clip, pr) for pr in (None, prox)]
+        got_out = spread.forward(theta.reshape(U, c, K, -1), x[:, None])
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    for (t1, n1), (t2, n2) in zip(want, got):
+        assert torch.equal(t1, t2) and torch.equal(n1, n2)
+    assert torch.equal(want_out, got_out)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_cpu_workers_must_be_a_positive_integer(bad):
+    with pytest.raises(ValueError, match="cpu_workers must be a positive integer or None"):
+        ConvNetModel((1, 28, 28), 10, cpu_workers=bad)
