@@ -7,8 +7,12 @@ run of minutes on one core); it runs only with ``FEDBOOK_SLOW=1`` (the draw's se
 recomputes them, so on the machine that computed a row the numbers must agree within float32 rounding
 (``rtol = 1e-5``).  A row whose provenance names another machine (another CPU, torch version and float32 kernels:
 8,000 DP-SGD steps then take other rounding paths) must agree within 0.005 accuracy (50 of the 10,000 test
-images): one such row recomputed here differed by 3e-4 (0.4280 against 0.4283), against seed-to-seed standard
-errors of 0.002-0.008.
+images) in its final accuracy, and within 0.05 at the curve's earlier evaluations.  Measured on rows of the lent
+machine recomputed on the 2-core one: final accuracies 3e-4 apart (0.4280 against 0.4283, Local, ε = 4), 6e-4
+and 1.1e-3 (two noiseless λ = 1 runs of Fig. 6), 4e-4 and 2e-4 (noiseless FedAvg and Finetune of Fig. 3(d)),
+against seed-to-seed standard errors of 0.002-0.008; but the two noiseless Fig. 6 runs were 0.023 and 0.033
+apart at round 10, where a run without noise still moves fast and amplifies rounding differences, and 0.011 at
+round 20.
 """
 from __future__ import annotations
 
@@ -214,8 +218,9 @@ def test_committed_real_image_row_reproduces(committed, grid):
     got = np.concatenate([[again.test_metric], [] if again.curve is None else np.ravel(again.curve)])
     elsewhere = committed.provenance(c).get("machine") not in (None, machine())  # rows before the field: this machine
     print(f"  computed on {committed.provenance(c).get('machine') or 'this machine (no machine recorded)'}")
-    if elsewhere:
-        np.testing.assert_allclose(got, want, rtol=0, atol=0.005)
+    if elsewhere:  # the final accuracy within 0.005, the curve's earlier points within 0.05 (module docstring)
+        np.testing.assert_allclose(got[0], want[0], rtol=0, atol=0.005)
+        np.testing.assert_allclose(got[1:], want[1:], rtol=0, atol=0.05)
     else:
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(again.noise_multipliers, stored.noise_multipliers, rtol=1e-12)
