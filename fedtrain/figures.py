@@ -720,8 +720,8 @@ def plot_fig6_lambda_profile(rows: Sequence["RunResult"], *, eps_values: "Sequen
                              note: str = "", empty_text: str = "no runs yet"):
     """Test accuracy against λ for MR-MTL (solid, with Local as its λ = 0) and IFCA-warm-started MR-MTL (dashed,
     with IFCA → Local as its λ = 0), a line per mask ratio, one panel per privacy level: whether the best λ
-    (starred) is located, Fig. 6's check (d) (:func:`fedtrain.fig6_checks.locate_lambda`).  λ is on a log axis, λ = 0 to the left of it; each
-    panel's ticks are the λ it has, on one x range shared by the panels.
+    (starred) is located, Fig. 6's check (d) (:func:`fedtrain.fig6_checks.locate_lambda`).  λ is on a log axis,
+    λ = 0 to the left of it; each panel's ticks are the λ it has, on one x range shared by the panels.
 
     Points are means over the seeds present, an error bar of ± 1 sd where a point has two or more; each panel's
     title says how many seeds its points have.  The figure's foot states the setting (:func:`fig6_setting_text`)."""

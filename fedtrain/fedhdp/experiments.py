@@ -341,6 +341,11 @@ def best_ratio(rows: Sequence[dict], dataset: str, *, positive: bool = True) -> 
     return max(ratios, key=lambda r: _ms(_by(rows, dataset, _ratio_method(), r), "acc_g")[0])
 
 
+def _pm(value: float, se: float, sign: str = "+") -> str:
+    """``value ± se`` at two decimals (``sign``: the format's sign flag); an SE that rounds to zero reads ``<0.01``."""
+    return f"{value:{sign}.2f} ± {spread_text(se, 2)}"
+
+
 def _gap(f, b) -> tuple[float, float]:
     """Difference of two (mean, SE, n) and its standard error (independent seeds)."""
     return f[0] - b[0], math.sqrt(f[1] ** 2 + b[1] ** 2)
@@ -379,11 +384,11 @@ def check_claims(rows: Sequence[dict], plain: str = "noniid-digits",
             gap, se = _gap(f, b)
             out.append(ClaimCheck(f"1 ({ds}): FedHDP r={r_best:g} beats {base}+Ditto in Acc_g",
                                   bool(gap > 2 * se and r_best < 1),
-                                  f"{f[0]:.2f} vs {b[0]:.2f}: gap {gap:+.2f} ± {spread_text(se, 2)} (SE, n={f[2]})"))
+                                  f"{f[0]:.2f} vs {b[0]:.2f}: gap {_pm(gap, se)} (SE, n={f[2]})"))
         for key in ("delta_g", "delta_l"):
             d = _ms(_by(rows, ds, fedhdp, r_best), key)
             out.append(ClaimCheck(f"2 ({ds}): {key} >= 0 under FedHDP r={r_best:g}", bool(d[0] >= -2 * d[1]),
-                                  f"{d[0]:+.2f} ± {spread_text(d[1], 2)} (SE, n={d[2]})"))
+                                  f"{_pm(d[0], d[1])} (SE, n={d[2]})"))
     if skewed:
         rp, rs = best_ratio(rows, plain), best_ratio(rows, skewed)
         on_skewed = _gap(_ms(_by(rows, skewed, fedhdp, rs), "acc_g"), _ms(_by(rows, skewed, fedhdp, rp), "acc_g"))
@@ -392,12 +397,12 @@ def check_claims(rows: Sequence[dict], plain: str = "noniid-digits",
         out.append(ClaimCheck("3: best r higher with skewed opt-outs", bool(rs > rp and clear),
                               f"best r: {rp:g} ({plain}) vs {rs:g} ({skewed})" + (
                                   "" if rs == rp else
-                                  f"; Acc_g at r={rs:g} minus at r={rp:g}: {on_skewed[0]:+.2f} ± {spread_text(on_skewed[1], 2)} "
-                                  f"({skewed}), {-on_plain[0]:+.2f} ± {spread_text(on_plain[1], 2)} ({plain})")))
+                                  f"; Acc_g at r={rs:g} minus at r={rp:g}: {_pm(*on_skewed)} ({skewed}), "
+                                  f"{_pm(-on_plain[0], on_plain[1])} ({plain})")))
         z = _ms(_by(rows, skewed, fedhdp, 0.0), "acc_g")
         best = _ms(_by(rows, skewed, fedhdp, rs), "acc_g")
         out.append(ClaimCheck("4: r=0 collapses in the skewed case", bool(z[0] < 20.0 and z[0] < best[0] - 2 * best[1]),
-                              f"Acc_g at r=0: {z[0]:.2f} ± {spread_text(z[1], 2)} vs {best[0]:.2f} at r={rs:g}"))
+                              f"Acc_g at r=0: {_pm(z[0], z[1], '')} vs {best[0]:.2f} at r={rs:g}"))
     baselines = _private_baselines()
     dp, hdp = baselines[:2] if len(baselines) >= 2 else (None, None)
     for ds in [plain] + ([skewed] if skewed else []):
@@ -412,7 +417,7 @@ def check_claims(rows: Sequence[dict], plain: str = "noniid-digits",
                 per_seed.setdefault(c["seed"], {})[c["method"]] = decode_float(r["metrics"]["acc_g"])
         worst = max((abs(v[dp] - v[hdp]) for v in per_seed.values() if len(v) == 2), default=math.nan)
         out.append(ClaimCheck(f"5 ({ds}): {dp} = {hdp} (r=1) in Acc_g", bool(abs(gap) <= 2 * se),
-                              f"difference {gap:+.2f} ± {spread_text(se, 2)} (SE, n={len(a)}); largest per seed {worst:.2f}"))
+                              f"difference {_pm(gap, se)} (SE, n={len(a)}); largest per seed {worst:.2f}"))
     if epsilon_target is not None:
         private = [r for r in rows if "private" in r["privacy"]["groups"]
                    and int(r["privacy"]["groups"]["private"]["rounds_released"]) > 0]
@@ -447,7 +452,7 @@ def paper_comparison(rows: Sequence[dict], plain: str, skewed: str) -> str:
         if n <= 1:
             return f"{m:.2f}"
         sd = se * math.sqrt(n)
-        return f"{m:.2f} (every seed)" if sd == 0 else f"{m:.2f} ± {spread_text(sd, 2)}"
+        return f"{m:.2f} (every seed)" if sd == 0 else _pm(m, sd, "")
 
     lines = ["| quantity | paper: non-IID MNIST | here: " + plain + " | paper: skewed MNIST | here: " + skewed + " |",
              "|---|---|---|---|---|"]

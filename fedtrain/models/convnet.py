@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import collections
-import contextlib
 import math
 from concurrent.futures import ThreadPoolExecutor
 from typing import Mapping
@@ -22,18 +21,6 @@ CONVNET_MIN_VALID = 10
 #: Examples per micro-batch of the ConvNet's CPU clipped-gradient sum (:meth:`ConvNetModel.clipped_grad_sum`):
 #: small enough that one micro-batch's activations and patches stay in cache and are reused by the allocator.
 CONVNET_EXAMPLE_CHUNK = 25
-
-
-@contextlib.contextmanager
-def _one_thread_per_worker():
-    """torch's intra-op threads set to one while the CPU path's workers run (each worker's kernels on its own core;
-    a new thread takes the setting at its first parallel kernel), restored after."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _sqnorm(v: torch.Tensor) -> torch.Tensor:
@@ -376,8 +363,13 @@ class ConvNetModel(FunctionalModel):
         workers = min(self._cpu_workers(), len(items))
         if workers <= 1:
             return [fn(i) for i in items]
-        with _one_thread_per_worker(), ThreadPoolExecutor(workers) as executor:
-            return list(executor.map(fn, items))
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)  # a new thread takes the setting at its first parallel kernel
+        try:
+            with ThreadPoolExecutor(workers) as executor:
+                return list(executor.map(fn, items))
+        finally:
+            torch.set_num_threads(before)
 
     def _blocks(self, P: Mapping[str, torch.Tensor]) -> list[torch.Tensor]:
         """Parameters in the layouts of the CPU path's per-example blocks: ``[conv1 [weight; bias] (9·C+1, 32)
