@@ -241,7 +241,8 @@ def convnet_macs(data) -> dict:
     """Multiply-accumulates per DP-SGD example of the two sides, counted from the ConvNet's shapes (App. C.1).
 
     The engine (``ConvNetModel.clipped_grad_sum``): conv1 forward and per-example gradient (its patches carry the
-    bias row), conv2 forward, backward to its input and per-example gradient, fc forward and backward to its input
+    bias row), conv2 forward, backward to its input and per-example gradient (forward and per-example gradient only
+    on the outputs the second pool reads, without padding), fc forward and backward to its input
     (fc's per-example gradient is never formed: its norm is ``‖g‖²‖ã‖²``).  Opacus: autograd's forward and backward
     (input gradients where needed, and the summed weight gradients, which the engine does not compute), plus the
     grad sampler's per-example gradient of every layer."""
@@ -252,9 +253,11 @@ def convnet_macs(data) -> dict:
     c1, c2 = CONVNET_CHANNELS
     h1, w1 = H + 2 * m.pad - 2, W + 2 * m.pad - 2
     h2, w2 = h1 // 2 + 2 * m.pad - 2, w1 // 2 + 2 * m.pad - 2
+    h2u, w2u = ((h2 // 2) * 2, (w2 // 2) * 2) if m.pad == 0 else (h2, w2)
     conv1, conv2, fc = h1 * w1 * 9 * C * c1, h2 * w2 * 9 * c1 * c2, m.features * m.out_dim
-    return {"engine": 2 * (conv1 + h1 * w1 * c1) + 3 * conv2 + 2 * fc, "opacus": 3 * conv1 + 4 * conv2 + 4 * fc,
-            "conv2_gemm": (h2 * w2, 9 * c1, c2)}
+    conv2u = h2u * w2u * 9 * c1 * c2
+    return {"engine": 2 * (conv1 + h1 * w1 * c1) + 2 * conv2u + conv2 + 2 * fc,
+            "opacus": 3 * conv1 + 4 * conv2 + 4 * fc, "conv2_gemm": (h2u * w2u, 9 * c1, c2)}
 
 
 def roofline(data, out: dict, reps: int = 30) -> dict:

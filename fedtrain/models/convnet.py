@@ -246,7 +246,13 @@ class ConvNetModel(FunctionalModel):
         sampler): one batched GEMM per convolution (the first one's patches carry a row of ones, so its product holds
         the bias gradient too).  The linear layer's per-example gradient ``g_i ã_iᵀ`` (``ã = [a, 1]``) is never formed
         without ``prox``: its squared norm is ``‖g_i‖²‖ã_i‖²`` and its clipped sum the matrix product ``(f ⊙ g)ᵀ ã``.
-        With ``prox`` the norm of ``G_i + P`` is taken from the formed blocks.  Invalid examples get factor 0.  Large
+        With ``prox`` the norm of ``G_i + P`` is taken from the formed blocks.  Invalid examples get factor 0.  Without
+        padding, when the second convolution's output has an odd side (28×28 images: 11×11), the second pool's floor
+        never reads its last row or column, so that convolution's forward and per-example weight gradients are
+        computed on the outputs the pool reads (10×10: 17 % of its arithmetic saved); its input gradient and its
+        bias' sum still run on the whole grid, the skipped outputs' gradients being 0, so that they add in the same
+        order (the sums and norms are bit for bit those of the whole-grid computation on the machines measured,
+        benchmarks/README.md).  Large
         intermediates live in workspaces reused by every micro-batch.  A loop over models keeps each model's
         activations in cache; on CPU it is faster than one batched computation over all models
         (benchmarks/bench_convnet.py).  On CUDA the batched :meth:`_clipped_grad_sum_batched` runs; tests hold both
@@ -267,7 +273,15 @@ class ConvNetModel(FunctionalModel):
         h1s, w1s = H + 2 * pad - 2, W + 2 * pad - 2  # the first convolution's output
         hp, wp = h1s // 2, w1s // 2  # after the first pool
         h2s, w2s = hp + 2 * pad - 2, wp + 2 * pad - 2  # the second convolution's output
-        L1, L2 = h1s * w1s, h2s * w2s
+        # the second pool's floor drops an odd last row and column of the second convolution's output: without
+        # padding, that convolution is computed on the h2u × w2u outputs the pool reads, from the first
+        # hc × wc rows and columns of its input (the products it skips are 0 in the gradients)
+        h2u, w2u = (h2s // 2) * 2, (w2s // 2) * 2
+        crop = pad == 0 and (h2u, w2u) != (h2s, w2s)
+        if not crop:
+            h2u, w2u = h2s, w2s
+        hc, wc = (h2u + 2, w2u + 2) if crop else (hp, wp)
+        L1, L2 = h1s * w1s, h2u * w2u
         kw = dict(dtype=theta.dtype, device=theta.device)
         # the accumulators' shapes: those of _blocks
         block_shapes = [(9 * C + 1, c1), (c2, 9 * c1), (c2,), self.shapes["fc.weight"], self.shapes["fc.bias"]]
@@ -282,6 +296,9 @@ class ConvNetModel(FunctionalModel):
             ws_gZ2, ws_B2 = torch.empty(mb * L2 * c2, **kw), torch.empty(mb, c2, 9 * c1, **kw)
             ws_h1, ws_Z2 = torch.empty(mb * hp * wp * c1, **kw), torch.empty(mb * L2 * c2, **kw)
             ws_i1 = torch.empty(mb * hp * wp * c1, dtype=torch.int64, device=theta.device)
+            # the second convolution's pre-activation gradient on all its outputs (0 where the pool does not read),
+            # for its input gradient and its bias' sum: the same kernels on the same values as without the crop
+            ws_gb = torch.zeros(mb * h2s * w2s * c2, **kw) if crop else None
             for u, k in models:
                 # Poisson batches are padded to the longest row; when the real examples form a prefix (the
                 # geometric and sorted-keys samplers), only that prefix is computed (the padding's factor is 0)
@@ -307,20 +324,22 @@ class ConvNetModel(FunctionalModel):
                         h1, i1 = cl(ws_h1, n, hp, wp, c1), cl(ws_i1, n, hp, wp, c1)
                         aten.max_pool2d_with_indices.out(Z1, *pool, out=h1, indices=i1)
                         h1 = h1.relu_()
-                        A2 = self._patches(h1, out=ws_A2)  # (n, L2, 9·32): the forward's GEMM and the gradients'
+                        h1c = h1[:, :, :hc, :wc]
+                        A2 = self._patches(h1c, out=ws_A2)  # (n, L2, 9·32): the forward's GEMM and the gradients'
                         Z2 = torch.addmm(P["conv2.bias"], A2.view(n * L2, -1), W2s[j].t(),
                                          out=ws_Z2[: n * L2 * c2].view(n * L2, c2))
-                        Z2 = Z2.view(n, h2s, w2s, c2).permute(0, 3, 1, 2)
+                        Z2 = Z2.view(n, h2u, w2u, c2).permute(0, 3, 1, 2)
                         h2, i2 = F.max_pool2d_with_indices(Z2, 2)
                         h2 = h2.relu_()
                         a3 = h2.flatten(1)  # (n, F) in the channel-major order of fc.weight
                         gZ3 = loss.grad(torch.addmm(P["fc.bias"], a3, P["fc.weight"].t()), yk)  # (n, o)
                         # backward to the pre-activations
                         g = (gZ3 @ P["fc.weight"]).view_as(h2).contiguous(memory_format=torch.channels_last)
-                        gZ2 = cl(ws_gZ2, n, h2s, w2s, c2)
+                        gZ2 = cl(ws_gZ2, n, h2u, w2u, c2)
                         aten.max_pool2d_with_indices_backward.grad_input(aten.threshold_backward(g, h2, 0), Z2,
                                                                          *pool, i2, grad_input=gZ2)
-                        g = aten.convolution_backward(gZ2, h1, P["conv2.weight"], None, [1, 1], [pad, pad], [1, 1],
+                        gZ2f = gZ2 if not crop else self._pad_grid(ws_gb, gZ2, n, h2s, w2s)
+                        g = aten.convolution_backward(gZ2f, h1, P["conv2.weight"], None, [1, 1], [pad, pad], [1, 1],
                                                       False, [0, 0], 1, [True, False, False])[0]
                         gZ1 = cl(ws_gZ1, n, h1s, w1s, c1)
                         aten.max_pool2d_with_indices_backward.grad_input(aten.threshold_backward(g, h1, 0), Z1,
@@ -329,7 +348,7 @@ class ConvNetModel(FunctionalModel):
                         g1, g2 = gZ1.permute(0, 2, 3, 1).reshape(n, L1, c1), gZ2.permute(0, 2, 3, 1).reshape(n, L2, c2)
                         blocks = [torch.bmm(A1, g1),
                                   torch.bmm(g2.transpose(1, 2), A2, out=ws_B2[:n]),
-                                  g2.sum(1)]
+                                  (g2 if not crop else gZ2f.permute(0, 2, 3, 1).reshape(n, h2s * w2s, c2)).sum(1)]
                         if pp is None:
                             sq = sum(_sqnorm(v.flatten(1)) for v in blocks) + _sqnorm(gZ3) * (_sqnorm(a3) + 1.0)
                         else:
@@ -351,6 +370,15 @@ class ConvNetModel(FunctionalModel):
         workers = min(self._cpu_workers(), len(models))
         self._map_models(work, [models[i::workers] for i in range(workers)])  # a share of the models each
         return totals.reshape(S, K, D), norms.reshape(S, K, b)
+
+    @staticmethod
+    def _pad_grid(ws: torch.Tensor, g: torch.Tensor, n: int, h: int, w: int) -> torch.Tensor:
+        """``g (n, C, hu, wu)`` (channels-last) as the top-left of an ``h × w`` grid of zeros, channels-last, in
+        ``ws`` (a workspace of at least ``n·h·w·C`` entries, 0 outside that region)."""
+        C, hu, wu = g.shape[1:]
+        full = ws[: n * h * w * C].view(n, h, w, C)
+        full[:, :hu, :wu].copy_(g.permute(0, 2, 3, 1))
+        return full.permute(0, 3, 1, 2)
 
     def _cpu_workers(self) -> int:
         """Threads of the CPU paths: ``cpu_workers``, or torch's intra-op thread count."""

@@ -30,7 +30,9 @@ def test_opacus_count_is_autograd_plus_one_per_example_product_per_layer():
     assert macs["opacus"] == both.get_total_flops() // 2 + forward
     # the engine: every layer's forward, conv2's and fc's input gradients, conv1's and conv2's per-example products
     # (conv1's GEMMs, forward and per-example, on patches with a bias row of ones), no summed weight gradient and no
-    # fc per-example product
-    L1, L2 = 26 * 26, 11 * 11
-    assert macs["engine"] == forward + L1 * 32 + L2 * 288 * 64 * 2 + 1600 * 10 + L1 * 10 * 32
-    assert macs["conv2_gemm"] == (L2, 288, 64)
+    # fc per-example product; conv2's forward and per-example product on the 10×10 outputs the second pool reads,
+    # its input gradient on all 11×11
+    L1, L2, L2u = 26 * 26, 11 * 11, 10 * 10
+    assert macs["engine"] == forward - (L2 - L2u) * 288 * 64 + L1 * 32 + (L2 + L2u) * 288 * 64 + 1600 * 10 \
+        + L1 * 10 * 32
+    assert macs["conv2_gemm"] == (L2u, 288, 64)

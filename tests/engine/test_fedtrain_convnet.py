@@ -245,12 +245,16 @@ def test_cuda_convnet_matches_cpu_in_accounting(imgs):  # pragma: no cover - run
     assert np.isfinite(a.test_metric)
 
 
-@pytest.mark.parametrize("shape, example_chunk", [((1, 28, 28), 4), ((1, 28, 28), 25), ((3, 8, 8), 2)])
+@pytest.mark.parametrize("shape, example_chunk", [((1, 28, 28), 4), ((1, 28, 28), 25), ((3, 8, 8), 2),
+                                                   ((3, 32, 32), 3), ((1, 30, 29), 5), ((1, 12, 12), 4),
+                                                   ((1, 10, 10), 4)])
 def test_padded_batches_compute_only_the_real_prefix(shape, example_chunk):
     """The CPU path computes only the real examples when they form a prefix of the padded Poisson batch (an
     empty batch included) and falls back to the whole row otherwise, in micro-batches of ``example_chunk``
     examples (the last one partial): same sums and norms as the generic vmap(grad) path, with and without the
-    prox term, in float64."""
+    prox term, in float64.  The shapes include second-convolution outputs of odd sides, which the CPU path
+    computes only where the second pool reads them (28×28: 11×11 → 10×10; 32×32: 13 → 12; 30×29: 12×11 → 12×10;
+    12×12: 3 → 2), and of even sides (10×10: 2×2), which it computes whole."""
     from fedtrain.losses import loss_for_task
     from fedtrain.models import FunctionalModel, build_model
 
