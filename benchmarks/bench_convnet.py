@@ -14,14 +14,16 @@ the same shape (templates plus noise; no file needed).  The engine's cost does n
 the real data is what the Fig. 6 grid trains on.  With ``--fig6-rounds T --fig6-n N`` the engine's time per run
 is also extrapolated to a Fig. 6 run of ``T`` rounds on ``N`` images per silo (steps scale with ``T·N/B``).
 Config: FedAvg, the paper's batch 100 and clip 1 (App. C.4),
-ε = 1, δ = 1e-7, ``--rounds`` rounds.  Examples per second = DP-SGD examples processed (the sum over silos of
+ε = 1, δ = 1e-7, ``--rounds`` rounds (default 3: a run also times each side's one-time set-up, Opacus' 40
+``make_private`` calls among it, which one round would weigh as much as a fifth of Opacus' time; a Fig. 6 run of
+40 rounds spreads it out, benchmarks/README.md).  Examples per second = DP-SGD examples processed (the sum over silos of
 the steps run times the expected batch ``q_k n_k``) / wall seconds of training (calibration excluded:
 both get the engine's z_k).  Each side runs once untimed (warm-up), then ``--repeats`` interleaved
 (engine, Opacus) pairs, so that both sides see the same machine load; the ratio of the best times is the
 headline, and the spread of the per-pair ratios is printed with it.
 
 GPU (``--paper-gpu``, the GPU target): the same benchmark at paper scale (40 silos × 1,500 images,
-``--rounds`` rounds, default 1 = 15 steps per silo), seconds per round of the engine on the CPU, the engine on
+``--rounds`` rounds, default 3 = 45 steps per silo), seconds per round of the engine on the CPU, the engine on
 the GPU and the Opacus loop on the GPU, each once untimed then best of ``--repeats``, with the ratios
 (target ≥ 10× over the Opacus loop on the GPU); the device's name is printed.  ``--gpu-device cpu`` runs the
 same code path on the CPU (a dry run for machines without a GPU).
@@ -41,7 +43,7 @@ runs each silo's kernels on all of them.
 Usage::
 
     OMP_NUM_THREADS=1 flock /tmp/fedbook-heavy.lock python benchmarks/bench_convnet.py [--n 200]
-        [--rounds 1] [--repeats 3] [--device cpu|cuda] [--chunks]
+        [--rounds 3] [--repeats 3] [--device cpu|cuda] [--chunks]
     python benchmarks/bench_convnet.py --paper-gpu     # on a machine with a GPU
 """
 from __future__ import annotations
@@ -61,7 +63,7 @@ def parse(argv=None):
     p.add_argument("--fig6-rounds", type=int, default=None, help="extrapolate minutes per Fig. 6 run of T rounds")
     p.add_argument("--fig6-n", type=int, default=None, help="... on this many images per silo (default --n)")
     p.add_argument("--n", type=int, default=200, help="training images per silo (paper: 1500)")
-    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--batch", type=int, default=100, help="expected batch size B (paper: 100)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
