@@ -249,7 +249,8 @@ class ConvNetModel(FunctionalModel):
         With ``prox`` the norm of ``G_i + P`` is taken from the formed blocks.  Invalid examples get factor 0.  Without
         padding, when the second convolution's output has an odd side (28×28 images: 11×11), the second pool's floor
         never reads its last row or column, so that convolution's forward and per-example weight gradients are
-        computed on the outputs the pool reads (10×10: 17 % of its arithmetic saved); its input gradient and its
+        computed on the outputs the pool reads (10×10; an example's arithmetic falls from 14.3 to 12.8 MFLOP,
+        ``benchmarks/bench_convnet.py``'s ``convnet_macs``); its input gradient and its
         bias' sum still run on the whole grid, the skipped outputs' gradients being 0, so that they add in the same
         order (the sums and norms are bit for bit those of the whole-grid computation on the machines measured,
         benchmarks/README.md).  Large
