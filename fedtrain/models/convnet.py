@@ -349,7 +349,7 @@ class ConvNetModel(FunctionalModel):
                         g1, g2 = gZ1.permute(0, 2, 3, 1).reshape(n, L1, c1), gZ2.permute(0, 2, 3, 1).reshape(n, L2, c2)
                         blocks = [torch.bmm(A1, g1),
                                   torch.bmm(g2.transpose(1, 2), A2, out=ws_B2[:n]),
-                                  (g2 if not crop else gZ2f.permute(0, 2, 3, 1).reshape(n, h2s * w2s, c2)).sum(1)]
+                                  gZ2f.permute(0, 2, 3, 1).reshape(n, h2s * w2s, c2).sum(1)]
                         if pp is None:
                             sq = sum(_sqnorm(v.flatten(1)) for v in blocks) + _sqnorm(gZ3) * (_sqnorm(a3) + 1.0)
                         else:
