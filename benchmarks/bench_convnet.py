@@ -254,8 +254,7 @@ def convnet_macs(data) -> dict:
     C, H, W = m.input_shape
     c1, c2 = CONVNET_CHANNELS
     h1, w1 = H + 2 * m.pad - 2, W + 2 * m.pad - 2
-    h2, w2 = h1 // 2 + 2 * m.pad - 2, w1 // 2 + 2 * m.pad - 2
-    h2u, w2u = ((h2 // 2) * 2, (w2 // 2) * 2) if m.pad == 0 else (h2, w2)
+    h2, w2, h2u, w2u = m._conv2_grid()  # conv2's outputs, and those the engine computes
     conv1, conv2, fc = h1 * w1 * 9 * C * c1, h2 * w2 * 9 * c1 * c2, m.features * m.out_dim
     conv2u = h2u * w2u * 9 * c1 * c2
     return {"engine": 2 * (conv1 + h1 * w1 * c1) + 2 * conv2u + conv2 + 2 * fc,

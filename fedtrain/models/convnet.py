@@ -273,15 +273,9 @@ class ConvNetModel(FunctionalModel):
         pool = ([2, 2], [2, 2], [0, 0], [1, 1], False)  # kernel, stride, padding, dilation, ceil_mode
         h1s, w1s = H + 2 * pad - 2, W + 2 * pad - 2  # the first convolution's output
         hp, wp = h1s // 2, w1s // 2  # after the first pool
-        h2s, w2s = hp + 2 * pad - 2, wp + 2 * pad - 2  # the second convolution's output
-        # the second pool's floor drops an odd last row and column of the second convolution's output: without
-        # padding, that convolution is computed on the h2u × w2u outputs the pool reads, from the first
-        # hc × wc rows and columns of its input (the products it skips are 0 in the gradients)
-        h2u, w2u = (h2s // 2) * 2, (w2s // 2) * 2
-        crop = pad == 0 and (h2u, w2u) != (h2s, w2s)
-        if not crop:
-            h2u, w2u = h2s, w2s
-        hc, wc = (h2u + 2, w2u + 2) if crop else (hp, wp)
+        h2s, w2s, h2u, w2u = self._conv2_grid()
+        crop = (h2u, w2u) != (h2s, w2s)
+        hc, wc = h2u + 2 - 2 * pad, w2u + 2 - 2 * pad  # the second convolution's input rows and columns it reads
         L1, L2 = h1s * w1s, h2u * w2u
         kw = dict(dtype=theta.dtype, device=theta.device)
         # the accumulators' shapes: those of _blocks
@@ -371,6 +365,15 @@ class ConvNetModel(FunctionalModel):
         workers = min(self._cpu_workers(), len(models))
         self._map_models(work, [models[i::workers] for i in range(workers)])  # a share of the models each
         return totals.reshape(S, K, D), norms.reshape(S, K, b)
+
+    def _conv2_grid(self) -> tuple[int, int, int, int]:
+        """The second convolution's output sides ``(h, w)`` and the sides ``(hu, wu)`` the CPU path computes.
+
+        The second pool's floor drops an odd last row and column of that output; without padding they are not
+        computed (the products skipped are 0 in the gradients), with padding every output is."""
+        _, H, W = self.input_shape
+        h, w = (H + 2 * self.pad - 2) // 2 + 2 * self.pad - 2, (W + 2 * self.pad - 2) // 2 + 2 * self.pad - 2
+        return (h, w, h // 2 * 2, w // 2 * 2) if self.pad == 0 else (h, w, h, w)
 
     @staticmethod
     def _pad_grid(ws: torch.Tensor, g: torch.Tensor, n: int, h: int, w: int) -> torch.Tensor:
