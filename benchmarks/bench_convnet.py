@@ -32,6 +32,10 @@ The roofline (``--roofline``) measures this core's GEMM rate on conv2's GEMM sha
 arithmetic rate (FLOPs per example counted from the model's shapes, :func:`convnet_macs`) as a share of it, the
 engine's ceiling (every FLOP at that rate) and the engine/Opacus ratio that ceiling would give.
 
+The floor (``--floor``, :func:`arithmetic_floor`) times, on one thread and in the loop, the ATen operators that fix
+the engine's numbers (its GEMMs and the reductions of the norms and clipped sums) against its whole clipped-gradient
+step, and prints the engine/Opacus ratio an engine with the same numbers would reach if everything else took no time.
+
 The silo-chunk study (``--chunks``) times the engine's per-step clipped-gradient sum for several
 ``silo_chunk`` values (1 = a loop over silos, None = all silos vectorized up to the memory bound) for the
 three models, which is how :data:`fedtrain.models.DEFAULT_SILO_CHUNK` was chosen.
@@ -74,6 +78,10 @@ def parse(argv=None):
     p.add_argument("--roofline", action="store_true",
                    help="also measure this core's GEMM rate on the ConvNet's GEMM shapes and set both sides' "
                         "arithmetic against it: the engine's ceiling and the ratio it would allow")
+    p.add_argument("--floor", action="store_true",
+                   help="also time, on one thread and in the loop, the operators that fix the engine's numbers (its "
+                        "GEMMs, norms and clipped sums) against its whole clipped-gradient step: the ratio if all "
+                        "else took no time")
     p.add_argument("--paper-gpu", action="store_true",
                    help="paper scale (--n defaults to 1500): engine CPU vs engine GPU vs Opacus loop on the GPU")
     p.add_argument("--gpu-device", default="cuda", help="the GPU side's device for --paper-gpu (cpu: a dry run)")
@@ -138,6 +146,8 @@ def main(argv=None):
               f"{minutes:.1f} min on this machine's {out['torch_threads']} thread(s), engine", flush=True)
     if args.roofline:
         out["roofline"] = roofline(data, out)
+    if args.floor:
+        out["floor"] = arithmetic_floor(data, out)
     if args.chunks:
         out["chunks"] = chunk_study(args.device)
     if args.profile:
@@ -299,6 +309,86 @@ def roofline(data, out: dict, reps: int = 30) -> dict:
         res["ratio_ceiling"] = ceiling / out["opacus_examples_per_s"]
         line += f", {res['ratio_ceiling']:.2f}x the measured Opacus"
     print(line, flush=True)
+    return res
+
+
+#: The ATen operators whose results fix the engine's numbers (its GEMMs and the reductions giving the norms and the
+#: clipped sums); every other operator of its step moves data, picks maxima or masks (:func:`arithmetic_floor`).
+ARITHMETIC_OPS = ("bmm", "addmm", "mm", "convolution_backward", "linalg_vector_norm", "addmv_", "addmm_", "sum",
+                  "_softmax")
+
+
+def arithmetic_floor(data, out: dict, reps: int = 20) -> dict:
+    """The engine's time per example in the operators that fix its numbers, against its whole clipped-gradient step.
+
+    The committed ConvNet runs are reproduced bit for bit by this engine, so a faster engine that keeps them must make
+    the same GEMMs on the same shapes and the same reductions (:data:`ARITHMETIC_OPS`: conv1's forward and
+    per-example products, conv2's forward, input gradient and per-example products, fc's, the norms and clipped sums);
+    everything else (patch copies, pooling and its backward, ReLU masks, fills, views and Python) could in principle
+    be fused away.  ``clipped_grad_sum`` of one model on 4 micro-batches of :data:`CONVNET_EXAMPLE_CHUNK` examples
+    runs on one thread, plain and then under a ``TorchDispatchMode`` that times every ATen operator where it runs
+    (in the loop, the caches as the step leaves them).  The measured engine/Opacus ratio times (whole step / those
+    operators' time) bounds the ratio of any engine with these numbers on this core if the rest took no time (the
+    run being ~97 % clipped-gradient steps; measured at one thread, applied to the ratio at the run's threads, both
+    sides scaling alike from one core to two).  Times of the operators alone on warm caches are lower (their share
+    fell to 65 % when each was timed repeated on its own), so the bound holds for these calls as the loop makes them.
+    """
+    import collections
+
+    import torch
+    import torch.nn.functional as F
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from fedtrain.losses import LogisticLoss
+    from fedtrain.models.convnet import CONVNET_EXAMPLE_CHUNK, ConvNetModel
+
+    class OpTimes(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.seconds = collections.defaultdict(float)
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            t0 = time.perf_counter()
+            result = func(*args, **(kwargs or {}))
+            self.seconds[func.overloadpacket.__name__] += time.perf_counter() - t0
+            return result
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        m = ConvNetModel(tuple(data.input_shape), data.num_classes, cpu_workers=1)
+        g = torch.Generator().manual_seed(0)
+        theta = m.init((1, 1), g)
+        nb = 4 * CONVNET_EXAMPLE_CHUNK
+        x = F.pad(torch.rand(1, 1, nb, m.in_dim - 1, generator=g), (0, 1), value=1.0)
+        y = torch.randint(0, m.out_dim, (1, 1, nb), generator=g).float()
+        valid, clip = torch.ones(1, 1, nb, dtype=torch.bool), torch.ones(1, 1)
+        step = lambda: m.clipped_grad_sum(theta, x, y, valid, LogisticLoss(), clip)  # noqa: E731
+        for _ in range(3):
+            step()
+        whole = min(_timed(step) for _ in range(reps)) / nb
+        mode = OpTimes()
+        with mode:
+            for _ in range(reps):
+                step()
+    finally:
+        torch.set_num_threads(before)
+    per_ex = {k: v / reps / nb for k, v in mode.seconds.items()}
+    fixed = {k: per_ex.get(k, 0.0) for k in ARITHMETIC_OPS}
+    floor = sum(fixed.values())
+    rest = sorted(((k, v) for k, v in per_ex.items() if k not in ARITHMETIC_OPS), key=lambda kv: -kv[1])
+    res = {"step_us": 1e6 * whole, "floor_us": 1e6 * floor, "floor_share": floor / whole,
+           "arithmetic_us": {k: 1e6 * v for k, v in fixed.items()}, "other_us": {k: 1e6 * v for k, v in rest}}
+    print(f"one thread, one model, micro-batches of {CONVNET_EXAMPLE_CHUNK}: the clipped-gradient step "
+          f"{1e6 * whole:.1f} us an example; the operators that fix its numbers {1e6 * floor:.1f} us "
+          f"({100 * floor / whole:.0f} %):")
+    for k, v in sorted(fixed.items(), key=lambda kv: -kv[1]):
+        print(f"  {k:34s} {1e6 * v:7.1f} us")
+    print("  the rest, largest first: " + ", ".join(f"{k} {1e6 * v:.1f}" for k, v in rest[:8]) + " us")
+    if "ratio" in out:
+        res["ratio_ceiling"] = out["ratio"] * whole / floor
+        print(f"with everything but those operators free, the measured {out['ratio']:.2f}x would become at most "
+              f"{res['ratio_ceiling']:.2f}x", flush=True)
     return res
 
 

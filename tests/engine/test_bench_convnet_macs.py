@@ -1,7 +1,9 @@
-"""benchmarks/bench_convnet.py's arithmetic count (convnet_macs), checked against torch's FLOP counter."""
+"""benchmarks/bench_convnet.py's arithmetic count (convnet_macs), checked against torch's FLOP counter, and its
+arithmetic floor (the operators it counts are the ones the step runs)."""
 import importlib.util
 from pathlib import Path
 
+import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -36,3 +38,20 @@ def test_opacus_count_is_autograd_plus_one_per_example_product_per_layer():
     assert macs["engine"] == forward - (L2 - L2u) * 288 * 64 + L1 * 32 + (L2 + L2u) * 288 * 64 + 1600 * 10 \
         + L1 * 10 * 32
     assert macs["conv2_gemm"] == (L2u, 288, 64)
+
+
+def test_arithmetic_floor_sees_every_operator_it_counts_and_stays_below_the_step():
+    """The ceiling of `--floor` counts only operators the step really runs: a renamed ATen operator would drop out
+    of the floor silently and inflate the ratio printed, so each of ARITHMETIC_OPS must be timed (> 0), and the floor
+    must be a part of the whole step's time (measured at one thread; values of a noisy machine, hence no tighter
+    bound than 'a part')."""
+    data = tiny_images(num_silos=1, shape=(1, 28, 28), num_classes=10, n_range=(4, 4), n_test=2, seed=0)
+    bench = _bench()
+    threads = torch.get_num_threads()
+    res = bench.arithmetic_floor(data, {"ratio": 2.0}, reps=2)
+    assert torch.get_num_threads() == threads  # the one-thread measurement gives the threads back
+    assert set(res["arithmetic_us"]) == set(bench.ARITHMETIC_OPS)
+    assert all(v > 0 for v in res["arithmetic_us"].values()), res["arithmetic_us"]
+    assert {"copy_", "max_pool2d_with_indices", "max_pool2d_with_indices_backward"} <= set(res["other_us"])
+    assert 0 < res["floor_us"] < res["step_us"] * 1.5  # the mode's own overhead is outside each operator's time
+    assert res["ratio_ceiling"] == pytest.approx(2.0 * res["step_us"] / res["floor_us"], rel=1e-12)
