@@ -14,7 +14,7 @@ engine's RDP accountant, whose ε is the claim; 20 full-batch rounds, η = 0.5, 
 * ``one-run``: :func:`fedtrain.audit.audit_one_run`, 1,000 isolated canaries in silo 0 of a tiny 3-silo regression
   task (100 records each, 4 features), 100 guesses.  Capped at ε ≈ 3.47 whatever the defect (100 guesses).
 * ``many-run``: :func:`fedtrain.audit.audit_many_runs`, 100 silos × 32 seeds (1,600 evaluation trials).
-* ``many-run, 320k trials``: the same with 10,000 silos × 32 seeds (160,000 evaluation trials, ≈ 20 s on one core).
+* ``many-run 320k``: the same with 10,000 silos × 32 seeds (160,000 evaluation trials, ≈ 20 s on one core).
 
 Run ``python -m fedtrain.audit_power --out results/audit-power.json`` (resumable: a point already in the file is
 not recomputed; the file is rewritten atomically after each point; ``nice`` it); the chapter reads the file.
@@ -42,7 +42,7 @@ __all__ = ["AUDITS", "CLAIMS", "FACTORS", "one_run_setting", "many_run_setting",
 AUDITS: dict[str, tuple[str, dict]] = {
     "one-run": ("one-run", dict(num_canaries=1000)),
     "many-run": ("many-run", dict(num_silos=100, seeds=tuple(range(32)))),
-    "many-run, 320k trials": ("many-run", dict(num_silos=10_000, seeds=tuple(range(32)))),
+    "many-run 320k": ("many-run", dict(num_silos=10_000, seeds=tuple(range(32)))),
 }
 #: The claimed ε of the chapter's audits.
 CLAIMS = (1.0, 2.0, 4.0, 8.0)
