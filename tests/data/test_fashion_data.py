@@ -229,3 +229,42 @@ def test_registry_lists_them_as_real_with_their_files():
     assert {"rotated-masked-fashion", "hetero-fashion"} <= set(REAL_DATASETS)
     assert {"noniid-fashion", "noniid-fashion-skewed"} <= set(CLIENT_DATASETS) & set(FILE_DATASETS)
     assert "3,000 of the 60,000 distinct training images (5.0%)" in DATASET_DESCRIPTIONS["noniid-fashion"]
+
+
+def _opted_out_class_counts(d) -> np.ndarray:
+    """How many opted-out clients hold each class, read from the clients' own training labels."""
+    labels = [int(np.unique(d.train_y[j])[0]) for j in d.info["nonprivate_clients"]]
+    return np.bincount(labels, minlength=10)
+
+
+def _uniform_opt_out_p_value(counts: np.ndarray) -> float:
+    """Chi-square p-value of the opted-out clients' class counts against the non-skewed design: chosen uniformly
+    among clients whose classes are balanced (j mod 10), so every class is equally likely."""
+    from scipy import stats
+
+    return float(stats.chisquare(counts).pvalue)
+
+
+def test_non_skewed_opt_outs_are_not_one_class_and_match_the_uniform_design():
+    """The non-skewed construction draws its opted-out clients from every class (the design: uniformly among all
+    clients); the skewed one from class 7 only.  Checked on the clients' labels, on synthetic images (no files)."""
+    y = np.repeat(np.arange(10), 200)  # 200 images per class: 2,000 clients of one image each
+    x = np.arange(y.size, dtype=np.float32)[:, None]
+    for seed in range(3):
+        plain = make_noniid_without_replacement(x, y, x[:2000], y[:2000], name="t", num_clients=2000,
+                                                samples_per_client=1, test_per_client=1, seed=seed, real=False)
+        counts = _opted_out_class_counts(plain)
+        assert counts.sum() == 100 and np.count_nonzero(counts) >= 8, counts  # not one class
+        assert _uniform_opt_out_p_value(counts) > 1e-3, counts  # consistent with a uniform choice over clients
+        skewed = make_noniid_without_replacement(x, y, x[:2000], y[:2000], name="t", num_clients=2000,
+                                                 samples_per_client=1, test_per_client=1, seed=seed, skewed=True,
+                                                 real=False)
+        assert np.flatnonzero(_opted_out_class_counts(skewed)).tolist() == [SKEWED_CLASS]
+
+
+def test_non_skewed_noniid_fashion_opt_outs_match_the_design(real):
+    counts = _opted_out_class_counts(load_dataset("noniid-fashion"))
+    assert counts.sum() == 100 and np.count_nonzero(counts) >= 8, counts
+    assert _uniform_opt_out_p_value(counts) > 1e-3, counts
+    skewed = _opted_out_class_counts(load_dataset("noniid-fashion-skewed"))
+    assert np.flatnonzero(skewed).tolist() == [SKEWED_CLASS]
