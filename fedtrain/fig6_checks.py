@@ -9,7 +9,8 @@ The paper reads its Fig. 6 (rotated and masked MNIST, the ConvNet, every silo at
     rotation groups, become the main heterogeneity).
 
 Each method is taken at its best (λ, η) for the cell, as the paper does (hyper-parameters picked on the test
-metric, the tuning not charged to privacy).  A fourth check, (d), is about the grid, not the paper: every best λ of
+metric, the tuning not charged to privacy).  (a)–(c) are **paper readings** (:data:`PAPER_READING`).  A fourth
+check, (d), is a **grid check** (:data:`GRID_CHECK`), about this project's λ grid, not the paper: every best λ of
 MR-MTL and of the warm-started MR-MTL must be *located*.  λ interpolates between two runs of the grid (the paper's
 reading of λ, Fig. 5): λ = 0 is Local (for the warm-started MR-MTL, IFCA → Local) and λ → ∞ pins every silo to the
 centre, FedAvg (for the warm-started MR-MTL, IFCA).  A best λ strictly inside the λ grid is located; so is a best
@@ -17,9 +18,13 @@ that is one of the two ends (the end's run is at least as good as every λ > 0 o
 every λ pulls too little).  A best λ on the grid's smallest or largest value that beats the end beyond it is not:
 the optimum may lie between them, outside the grid, and the grid must reach further there.
 
-Comparisons are made in standard errors (SE) over seeds, SE of the difference: "a matches b" means
-``abs(a - b) <= max(tol, 2 SE)``; "a beats b" means ``a - b > -max(tol, 2 SE)`` (a is not worse beyond noise).  With two seeds the SE is
-rough; the details printed with each check give the numbers so that a reader can judge.
+Comparisons are made in standard errors (SE) over seeds, SE of the difference, with the margin
+``m = max(tol, 2 SE)``.  A reading that says one thing is better than another ("the best", "shrinks") has three
+verdicts: :data:`HOLDS` when the difference exceeds the margin, :data:`TIE` when it lies within it (not worse beyond
+noise, not better either: the data cannot tell them apart), :data:`FAILS` when the other is better beyond the
+margin.  A reading that says two things are alike ("matches", "gains nothing") holds within the margin and fails
+outside it: for it a tie is what it claims.  With two seeds the SE is rough; the details printed with each check
+give the numbers so that a reader can judge.
 """
 from __future__ import annotations
 
@@ -33,20 +38,47 @@ if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.config import RunConfig
     from fedtrain.engine import RunResult
 
-__all__ = ["KINDS", "LAMBDA_ENDS", "locate_lambda", "PaperCheck", "fig6_kind", "fig6_table", "fig6_checks", "CheckStatus", "HOLDS", "FAILS",
-           "PENDING", "complete_blocks", "fig6_status", "fig6_status_html"]
+__all__ = ["KINDS", "LAMBDA_ENDS", "locate_lambda", "PaperCheck", "fig6_kind", "fig6_table", "fig6_checks", "CheckStatus", "HOLDS", "TIE",
+           "FAILS", "PENDING", "PAPER_READING", "GRID_CHECK", "verdict", "complete_blocks", "fig6_status",
+           "fig6_status_html"]
 
 #: The six kinds of runs of Fig. 6 (Algorithm A2's two warm-started variants by what runs after the warm start).
 KINDS = ("Local", "FedAvg", "IFCA", "MR-MTL", "IFCA → Local", "IFCA → MR-MTL")
 
 
+HOLDS, TIE, FAILS, PENDING = "holds", "tie", "does not hold", "pending"
+#: The two kinds of checks: a reading of the paper's figure, and a check of this project's own grid.
+PAPER_READING, GRID_CHECK = "paper reading", "grid check"
+
+
+def verdict(difference: float, margin: float) -> str:
+    """The verdict on "a is better than b" from ``difference = a − b``: :data:`HOLDS` beyond ``margin``,
+    :data:`FAILS` below ``−margin``, :data:`TIE` within it."""
+    if not margin >= 0:
+        raise ValueError(f"margin must be >= 0 (got {margin!r})")
+    return HOLDS if difference > margin else (TIE if difference >= -margin else FAILS)
+
+
 @dataclass(frozen=True)
 class PaperCheck:
-    """One reading of a paper figure, checked on stored runs: ``holds`` and the numbers behind it."""
+    """One check of a paper figure on stored runs: ``verdict`` (:data:`HOLDS`, :data:`TIE` or :data:`FAILS`), the
+    numbers behind it, and its ``kind`` (:data:`PAPER_READING` or :data:`GRID_CHECK`).  ``holds`` is ``True`` only
+    for :data:`HOLDS`: a tie is not a hold."""
 
     name: str
-    holds: bool
+    verdict: str
     detail: str
+    kind: str = PAPER_READING
+
+    def __post_init__(self):
+        if self.verdict not in (HOLDS, TIE, FAILS):
+            raise ValueError(f"verdict must be one of {HOLDS!r}, {TIE!r}, {FAILS!r} (got {self.verdict!r})")
+        if self.kind not in (PAPER_READING, GRID_CHECK):
+            raise ValueError(f"kind must be {PAPER_READING!r} or {GRID_CHECK!r} (got {self.kind!r})")
+
+    @property
+    def holds(self) -> bool:
+        return self.verdict == HOLDS
 
 
 def fig6_kind(config: "RunConfig") -> str:
@@ -115,32 +147,40 @@ NAME_D = "(d) every best λ is located (inside the λ grid, or at λ = 0 or λ �
 LAMBDA_ENDS = {"MR-MTL": ("Local", "FedAvg"), "IFCA → MR-MTL": ("IFCA → Local", "IFCA")}
 
 
+def _best_of(t: dict, r: float, group: Sequence[str], tol: float) -> tuple[str, str]:
+    """Whether the best of the kinds ``group`` is the best method at mask ``r``: :data:`HOLDS` when it beats every
+    other kind beyond the margin, :data:`TIE` when some other kind is within the margin of it (none above beyond
+    it), :data:`FAILS` when some other kind is above it beyond the margin; and the numbers."""
+    c = lambda kind: t[(kind, r)]  # noqa: E731
+    lead = max((c(k) for k in group), key=lambda x: x["mean"])
+    others = {k: verdict(lead["mean"] - c(k)["mean"], _margin(lead, c(k), tol)) for k in KINDS if k not in group}
+    above = [k for k, v in others.items() if v == FAILS]
+    level = [k for k, v in others.items() if v == TIE]
+    v = FAILS if above else (TIE if level else HOLDS)
+    text = f"{lead['label']} {_fmt(lead)}; " + (
+        "beaten by " + ", ".join(f"{k} {_fmt(c(k))}" for k in above) if above else
+        "tied within the margin with " + ", ".join(f"{k} {_fmt(c(k))}" for k in level) if level else
+        "every other method below it beyond the margin")
+    return v, text
+
+
 def _checks_a(t: dict, r0: float, tol: float) -> list[PaperCheck]:
     c = lambda kind, r: t[(kind, r)]  # noqa: E731
     names = _name_a(r0)
     wm, ifca = c("IFCA → MR-MTL", r0), c("IFCA", r0)
     m = _margin(wm, ifca, tol)
-    out = [PaperCheck(names[0], abs(wm["mean"] - ifca["mean"]) <= m, f"{_fmt(wm)} vs {_fmt(ifca)} (margin {m:.3f})")]
-    top = max((c(k, r0) for k in KINDS), key=lambda x: x["mean"])
-    leaders = [k for k in ("IFCA", "IFCA → MR-MTL") if top["mean"] - c(k, r0)["mean"] <= _margin(top, c(k, r0), tol)]
-    out.append(PaperCheck(names[1], len(leaders) > 0,
-                          f"best {top['label']} {_fmt(top)}; within the margin: {', '.join(leaders) or 'neither'}"))
+    out = [PaperCheck(names[0], HOLDS if abs(wm["mean"] - ifca["mean"]) <= m else FAILS,
+                      f"{_fmt(wm)} vs {_fmt(ifca)} (margin {m:.3f})")]
+    out.append(PaperCheck(names[1], *_best_of(t, r0, ("IFCA", "IFCA → MR-MTL"), tol)))
     wl, loc = c("IFCA → Local", r0), c("Local", r0)
     m = _margin(wl, loc, tol)
-    out.append(PaperCheck(names[2], wl["mean"] - loc["mean"] <= m,
+    out.append(PaperCheck(names[2], HOLDS if wl["mean"] - loc["mean"] <= m else FAILS,
                           f"IFCA → Local {_fmt(wl)} vs Local {_fmt(loc)} (margin {m:.3f})"))
     return out
 
 
 def _check_b(t: dict, r: float, tol: float) -> PaperCheck:
-    c = lambda kind, r: t[(kind, r)]  # noqa: E731
-    mr = max((c("MR-MTL", r), c("IFCA → MR-MTL", r)), key=lambda x: x["mean"])
-    rivals = [k for k in ("Local", "FedAvg", "IFCA", "IFCA → Local")
-              if c(k, r)["mean"] - mr["mean"] > _margin(mr, c(k, r), tol)]
-    return PaperCheck(_name_b(r), not rivals,
-                      f"{mr['label']} {_fmt(mr)}; " + ("no other method above it beyond the margin" if not rivals
-                                                       else "beaten by " + ", ".join(
-                                                           f"{k} {_fmt(c(k, r))}" for k in rivals)))
+    return PaperCheck(_name_b(r), *_best_of(t, r, ("MR-MTL", "IFCA → MR-MTL"), tol))
 
 
 def _check_c(t: dict, ratios: Sequence[float], tol: float) -> PaperCheck:
@@ -149,7 +189,7 @@ def _check_c(t: dict, ratios: Sequence[float], tol: float) -> PaperCheck:
     gain = {r: c("IFCA → MR-MTL", r)["mean"] - c("MR-MTL", r)["mean"] for r in ratios}
     se = lambda r: math.sqrt(_se(c("IFCA → MR-MTL", r)) ** 2 + _se(c("MR-MTL", r)) ** 2)  # noqa: E731
     m = max(tol, 2 * math.sqrt(se(r0) ** 2 + se(r_max) ** 2)) if math.isfinite(se(r0) + se(r_max)) else tol
-    return PaperCheck(_name_c(r0, r_max), gain[r0] - gain[r_max] > m,
+    return PaperCheck(_name_c(r0, r_max), verdict(gain[r0] - gain[r_max], m),
                       "gain over MR-MTL: " + ", ".join(f"{gain[r]:+.3f} at {r:g}" for r in ratios)
                       + f" (margin {m:.3f})")
 
@@ -176,12 +216,13 @@ def _check_d(t: dict, ratios: Sequence[float]) -> PaperCheck:
         for r in ratios:
             ok, text = locate_lambda(t[(kind, r)], (low, t[(low, r)]), (high, t[(high, r)]))
             (located if ok else unlocated).append(f"{kind} at mask {r:g}: {text}")
-    return PaperCheck(NAME_D, not unlocated,
-                      "; ".join(unlocated) if unlocated else "located: " + "; ".join(located))
+    return PaperCheck(NAME_D, FAILS if unlocated else HOLDS,
+                      "; ".join(unlocated) if unlocated else "located: " + "; ".join(located), GRID_CHECK)
 
 
 def fig6_checks(rows: Iterable["RunResult"], eps: float, *, tol: float = 0.01) -> list[PaperCheck]:
-    """Checks (a)–(d) of the module docstring on the runs at ``eps``; ``tol`` (accuracy) is the smallest margin
+    """Checks (a)–(d) of the module docstring on the runs at ``eps`` (each with its verdict and kind: (a)–(c) paper
+    readings, (d) a grid check); ``tol`` (accuracy) is the smallest margin
     a comparison allows (used when 2 SE is smaller, e.g. with one seed).  Needs every kind at every mask ratio,
     and at least two mask ratios (:func:`fig6_status` checks a grid still being computed)."""
     if not tol >= 0:
@@ -200,21 +241,20 @@ def fig6_checks(rows: Iterable["RunResult"], eps: float, *, tol: float = 0.01) -
 # --------------------------------------------------------------------------------------------------
 # a grid still being computed
 # --------------------------------------------------------------------------------------------------
-HOLDS, FAILS, PENDING = "holds", "does not hold", "pending"
-
-
 @dataclass(frozen=True)
 class CheckStatus:
-    """A check of :func:`fig6_status`: ``status`` is :data:`HOLDS`, :data:`FAILS` or :data:`PENDING` (the runs it
-    needs are not all computed yet); ``detail`` gives the numbers, or what is missing."""
+    """A check of :func:`fig6_status`: ``status`` is :data:`HOLDS`, :data:`TIE`, :data:`FAILS` or :data:`PENDING`
+    (the runs it needs are not all computed yet); ``detail`` gives the numbers, or what is missing; ``kind`` is
+    :data:`PAPER_READING` or :data:`GRID_CHECK`."""
 
     name: str
     status: str
     detail: str
+    kind: str = PAPER_READING
 
     @property
     def holds(self) -> "bool | None":
-        """``True``/``False`` for a checked reading, ``None`` while pending."""
+        """``True`` for a reading that holds, ``False`` for a tie or a failure, ``None`` while pending."""
         return None if self.status == PENDING else self.status == HOLDS
 
 
@@ -264,7 +304,7 @@ def fig6_status(rows: Iterable["RunResult"], configs: Sequence["RunConfig"], eps
 
     r0, r_max = ratios[0], ratios[-1]
     out: list[CheckStatus] = []
-    as_status = lambda p: CheckStatus(p.name, HOLDS if p.holds else FAILS, p.detail)  # noqa: E731
+    as_status = lambda p: CheckStatus(p.name, p.verdict, p.detail, p.kind)  # noqa: E731
     if r0 in done:
         out += [as_status(p) for p in _checks_a(t, r0, tol)]
     else:
@@ -281,16 +321,17 @@ def fig6_status(rows: Iterable["RunResult"], configs: Sequence["RunConfig"], eps
         rest = [r for r in ratios if r not in done]
         detail = d.detail + (f" (on mask {', '.join(f'{r:g}' for r in done)}; mask "
                              f"{', '.join(f'{r:g}' for r in rest)} pending)" if rest else "")
-        out.append(CheckStatus(d.name, HOLDS if d.holds else FAILS, detail))
+        out.append(CheckStatus(d.name, d.verdict, detail, GRID_CHECK))
     else:
-        out.append(CheckStatus(NAME_D, PENDING, pending_detail(ratios)))
+        out.append(CheckStatus(NAME_D, PENDING, pending_detail(ratios), GRID_CHECK))
     return out
 
 
 def fig6_status_html(columns: "dict[str, Sequence[CheckStatus]]") -> str:
     """An HTML table of :func:`fig6_status` results: a row per check, a column per entry of ``columns`` (e.g. one per
     privacy level: ``{"ε = 4": [...], "without DP": [...]}``, each list naming the same checks in the same order);
-    a cell is the status in bold, then its numbers."""
+    a cell is the status in bold (holds / tie / does not hold / pending), then its numbers.  The paper's readings
+    come first, under their own heading row, then the checks of the grid under theirs."""
     import html
 
     cols = list(columns.items())
@@ -300,8 +341,14 @@ def fig6_status_html(columns: "dict[str, Sequence[CheckStatus]]") -> str:
     if any([s.name for s in v] != names for _, v in cols):
         raise ValueError("columns must name the same checks in the same order")
     head = "".join(f"<th>{html.escape(k)}</th>" for k, _ in cols)
+    kinds = [cols[0][1][i].kind for i in range(len(names))]
     body = []
-    for i, name in enumerate(names):
-        cells = "".join(f"<td><b>{html.escape(v[i].status)}</b>: {html.escape(v[i].detail)}</td>" for _, v in cols)
-        body.append(f"<tr><td>{html.escape(name)}</td>{cells}</tr>")
+    for kind, title in ((PAPER_READING, "the paper's readings"), (GRID_CHECK, "checks of this project's grid")):
+        rows = [i for i, k in enumerate(kinds) if k == kind]
+        if not rows:
+            continue
+        body.append(f'<tr><th colspan="{len(cols) + 1}">{html.escape(title)}</th></tr>')
+        for i in rows:
+            cells = "".join(f"<td><b>{html.escape(v[i].status)}</b>: {html.escape(v[i].detail)}</td>" for _, v in cols)
+            body.append(f"<tr><td>{html.escape(names[i])}</td>{cells}</tr>")
     return f"<table><thead><tr><th>check</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"

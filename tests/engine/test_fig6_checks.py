@@ -120,7 +120,8 @@ def test_status_on_the_whole_grid_is_the_checks():
     full = fig6_checks(rows, 4.0)
     status = fig6_status(rows, deep_grid("fig6-fashion"), 4.0)
     assert [s.name for s in status] == [c.name for c in full]
-    assert [s.status for s in status] == [HOLDS if c.holds else FAILS for c in full]
+    assert [s.status for s in status] == [c.verdict for c in full]
+    assert [s.kind for s in status] == [c.kind for c in full]
     assert [s.detail for s in status] == [c.detail for c in full]
     assert all(s.holds for s in status)
 
@@ -180,7 +181,10 @@ def test_status_table_names_every_check_and_status():
     rows = _grid_rows(_fashion_like, lambda c: c.seed == 0 and c.dataset_options["mask_ratio"] == 0.0)
     cols = {"ε = 4": fig6_status(rows, grid, 4.0), "without DP": fig6_status(rows, grid, math.inf)}
     html = fig6_status_html(cols)
-    assert html.count("<tr>") == 1 + len(cols["ε = 4"]) and "<th>without DP</th>" in html
+    # a heading row per kind: the paper's readings, then the checks of the grid
+    assert html.count("<tr>") == 1 + 2 + len(cols["ε = 4"]) and "<th>without DP</th>" in html
+    assert html.index("the paper&#x27;s readings") < html.index("(a) mask 0") < html.index(
+        "checks of this project&#x27;s grid") < html.index("(d) every best")
     assert html.count("<b>holds</b>") == 8 and html.count("<b>pending</b>") == 6  # (a) x 3 and (d); (b) x 2 and (c)
     assert "IFCA → Local" in html and "&lt;" not in html
     with pytest.raises(ValueError, match="same checks"):
@@ -200,3 +204,59 @@ def test_spread_text_never_prints_a_zero_spread():
 
     assert spread_text(0.0123, 3) == "0.012" and spread_text(0.0005, 3) == "0.001"
     assert spread_text(0.0004, 3) == "<0.001" and spread_text(0.0, 2) == "<0.01"
+
+
+# --------------------------------------------------------------------------------------------------
+# ties and kinds
+# --------------------------------------------------------------------------------------------------
+def _by_name(checks, part):
+    (c,) = [c for c in checks if part in c.name]
+    return c
+
+
+@pytest.mark.parametrize("gap", [0.005, 0.0, -0.005])
+@pytest.mark.parametrize("plant, part", [
+    # Local level with MR-MTL at mask 0.5 (within the 0.01 margin): "MR-MTL is the best" is a tie, not a hold
+    (lambda g: lambda k, r, l: paper_like("MR-MTL", r, 1.0) - g if k == "Local" and r == 0.5 else paper_like(k, r, l),
+     "(b) mask 0.5"),
+    # MR-MTL level with IFCA and its warm start at mask 0: "IFCA and its warm start are the best" is a tie
+    (lambda g: lambda k, r, l: (paper_like("IFCA → MR-MTL", r, 1.0) - g if k == "MR-MTL" and r == 0 and l == 1.0
+                                else paper_like(k, r, l)), "are the best"),
+    # the warm start's gain the same at every mask: "the gain shrinks" is a tie
+    (lambda g: lambda k, r, l: (paper_like("MR-MTL", r, l) + 0.05 - g * r if k == "IFCA → MR-MTL"
+                                else paper_like(k, r, l)), "(c)"),
+])
+def test_a_reading_within_the_margin_is_a_tie_not_a_hold(plant, part, gap):
+    from fedtrain.fig6_checks import TIE
+
+    c = _by_name(fig6_checks(_grid(plant(gap)), 4.0), part)
+    assert c.verdict == TIE and not c.holds, (c.name, c.detail)
+
+
+def test_a_reading_beaten_beyond_the_margin_fails_and_one_clear_of_it_holds():
+    from fedtrain.fig6_checks import FAILS, HOLDS
+
+    def plant(gap):
+        return lambda k, r, l: paper_like("MR-MTL", r, 1.0) - gap if k == "Local" and r == 0.5 else paper_like(k, r, l)
+
+    assert _by_name(fig6_checks(_grid(plant(-0.02)), 4.0), "(b) mask 0.5").verdict == FAILS
+    assert _by_name(fig6_checks(_grid(plant(0.02)), 4.0), "(b) mask 0.5").verdict == HOLDS
+
+
+def test_grid_checks_are_kept_apart_from_the_papers_readings():
+    from fedtrain.fig6_checks import GRID_CHECK, PAPER_READING
+
+    checks = fig6_checks(_grid(paper_like), 4.0)
+    assert [c.kind for c in checks] == [PAPER_READING] * 6 + [GRID_CHECK]
+    assert checks[-1].name.startswith("(d)")
+
+
+def test_verdict_bad_input():
+    from fedtrain.fig6_checks import PaperCheck, verdict
+
+    with pytest.raises(ValueError, match="margin"):
+        verdict(0.1, -1.0)
+    with pytest.raises(ValueError, match="verdict"):
+        PaperCheck("x", "maybe", "")
+    with pytest.raises(ValueError, match="kind"):
+        PaperCheck("x", "holds", "", "other")
