@@ -35,6 +35,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from fedtrain.config import RunConfig
+from fedtrain.testing import tiny_federated
+
 __all__ = ["AUDITS", "CLAIMS", "FACTORS", "one_run_setting", "many_run_setting", "power_point", "detection_threshold",
            "load_power", "plot_power", "main"]
 
@@ -53,17 +56,12 @@ _DELTA = 1e-5
 
 def one_run_setting(eps: float):
     """The chapter's one-run setting at claimed ``eps``: ``(RunConfig, FederatedData)`` (local training, full batches)."""
-    from fedtrain.config import RunConfig
-    from fedtrain.testing import tiny_federated
-
     base = tiny_federated("regression", num_silos=3, dim=4, n_range=(100, 100), seed=0)
     return RunConfig("tiny", "local", eps=float(eps), delta=_DELTA, lam=1.0, lr=0.5, rounds=20, batch_size=4096), base
 
 
 def many_run_setting(eps: float):
     """The chapter's many-run setting at claimed ``eps``: ``(RunConfig, (x, y))``, one silo's 20 records."""
-    from fedtrain.config import RunConfig
-
     rng = np.random.default_rng(0)
     x = rng.normal(size=(20, 2))
     y = x @ np.array([1.0, -0.5]) + 0.1 * rng.normal(size=20)
@@ -133,12 +131,11 @@ def load_power(path: str | os.PathLike) -> dict[str, Any]:
 
 def plot_power(points: Sequence[dict], claims: Sequence[float] = CLAIMS):
     """The audits' power: the detection threshold (:func:`detection_threshold`) against the claimed ε, one line
-    per audit (a missing marker: no factor of the grid is caught).  Returns the figure."""
+    per audit (a missing marker: no factor of the grid is caught).  Returns the figure (matplotlib's default
+    width: the book's column after :func:`fedtrain.figures.use_book_style`)."""
     import matplotlib.pyplot as plt
 
-    from fedtrain.figures import COLUMN_WIDTH_IN
-
-    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, 3.0))
+    fig, ax = plt.subplots(figsize=(plt.rcParams["figure.figsize"][0], 3.0))
     names = [a for a in AUDITS if any(p["audit"] == a for p in points)]
     for name, marker in zip(names, "osD^"):
         xs = [e for e in claims if any(p["audit"] == name and p["eps"] == e for p in points)]
