@@ -165,5 +165,5 @@ def run_claims(args: argparse.Namespace) -> int:
     for ds, t in tables.items():
         print(format_table(t, title=f"{ds} ({label})"), end="\n\n")
     for c in checks:
-        print(f"[{'holds' if c.holds else 'FAILS'}] claim {c.claim}: {c.detail}")
+        print(f"[{c.verdict if c.holds else c.verdict.upper()}] claim {c.claim}: {c.detail}")
     return 0

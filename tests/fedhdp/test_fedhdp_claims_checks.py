@@ -65,6 +65,51 @@ def test_claim3_needs_a_clear_order_not_just_another_argmax():
     assert _outcome(same, "3") == [False]
 
 
+def _verdicts(checks, prefix):
+    return [c.verdict for c in checks if c.claim.startswith(prefix)]
+
+
+def test_claim3_on_point_estimates_only_is_a_tie_not_a_hold():
+    """The plain data clearly prefer their best r (0.1) to the skewed data's (0.5), but the skewed data prefer 0.5 to
+    0.1 only within 2 SE (seed spread ±3): the arg-max moved on point estimates only, a tie."""
+    from fedtrain.fedhdp.experiments import CLAIM3_SCOPE, FAILS, HOLDS, TIE
+
+    plain = {0.0: 40.0, 0.1: 80.0, 0.5: 75.0}
+    rows = _grid(plain, {0.0: 10.0, 0.1: 75.0, 0.5: 76.0})
+    for r in rows:  # a wide spread over seeds on the skewed data only
+        c = r["config"]
+        if c["dataset"] == "b" and c["method"] == "fedhdp":
+            r["metrics"]["acc_g"] += (-3.0, 0.0, 3.0)[c["seed"]]
+    (c3,) = [c for c in check_claims(rows, plain="a", skewed="b") if c.claim.startswith("3")]
+    assert c3.verdict == TIE and not c3.holds and c3.scope == CLAIM3_SCOPE, c3
+    assert "best r: 0.1 (a) vs 0.5 (b)" in c3.detail
+    clear = check_claims(_grid(plain, {0.0: 10.0, 0.1: 72.0, 0.5: 78.0}), plain="a", skewed="b")
+    assert _verdicts(clear, "3") == [HOLDS]
+    same = check_claims(_grid(plain, {0.0: 10.0, 0.1: 78.0, 0.5: 72.0}), plain="a", skewed="b")
+    assert _verdicts(same, "3") == [FAILS]
+
+
+def test_claim1_within_two_se_is_a_tie():
+    from fedtrain.fedhdp.experiments import FAILS, HOLDS, TIE
+
+    for gain, want in ((5.0, HOLDS), (0.2, TIE), (0.0, TIE), (-0.2, TIE), (-5.0, FAILS)):
+        rows = _grid({0.0: 40.0, 0.1: 70.0 + gain}, {0.0: 10.0, 0.1: 70.0 + gain})
+        assert set(_verdicts(check_claims(rows, plain="a", skewed="b"), "1 ")) == {want}, (gain, want)
+
+
+def test_claim5_says_it_holds_by_construction_and_is_an_implementation_check():
+    from fedtrain.fedhdp.experiments import CLAIM5_SCOPE, IMPLEMENTATION_CHECK, PAPER_CLAIM, format_checks
+
+    checks = check_claims(_grid({0.0: 40.0, 0.1: 80.0}, {0.0: 10.0, 0.1: 80.0}), plain="a", skewed="b")
+    five = [c for c in checks if c.claim.startswith("5")]
+    assert five and all(c.kind == IMPLEMENTATION_CHECK and c.scope == CLAIM5_SCOPE for c in five)
+    assert "by construction at r = 1" in CLAIM5_SCOPE
+    assert all(c.kind == PAPER_CLAIM for c in checks if c.claim[0] in "1234")
+    text = format_checks(checks)
+    assert "| implementation check |" in text and "*Claim 5:* Holds by construction" in text
+    assert text.count("*Claim 5:*") == 1
+
+
 def test_claim5_fails_when_dp_and_hdp_fedavg_differ():
     rows = _grid({0.0: 40.0, 0.1: 80.0}, {0.0: 10.0, 0.1: 80.0})
     assert _outcome(check_claims(rows, plain="a", skewed="b"), "5") == [True, True]
