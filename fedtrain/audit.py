@@ -69,6 +69,7 @@ __all__ = [
     "one_run_epsilon_lower_bound",
     "one_run_guesses",
     "many_run_epsilon_lower_bound",
+    "held_out_threshold_bound",
     "with_isolated_canaries",
     "audit_one_run",
     "audit_many_runs",
@@ -343,7 +344,29 @@ def audit_many_runs(config: RunConfig, silo_data: tuple[np.ndarray, np.ndarray],
     scores = np.stack([r.models[:, d0, 0] for r in results]) * math.copysign(1.0, target)  # (seeds, silos)
     delta = float(results[0].delta.max())
     claimed = float(max(r.eps_spent.max() for r in results))
-    half = len(seeds) // 2
+    lb, det = held_out_threshold_bound(scores, included, delta, confidence)
+    det.update(silos=num_silos, seeds=len(seeds),
+               noise_multiplier=float(results[0].noise_multipliers.max()), steps=int(results[0].steps.max()))
+    return AuditResult("many-run", lb, claimed, delta, confidence, det)
+
+
+def held_out_threshold_bound(scores: np.ndarray, included: np.ndarray, delta: float,
+                             confidence: float = 0.95) -> tuple[float, dict]:
+    """The many-run lower bound with its threshold chosen on held-out runs.
+
+    ``scores`` ``(runs, trials)``: one score per run and trial; ``included`` ``(trials,)`` bool: whether trial j's
+    canary is in (the same in every run).  The threshold maximizes :func:`many_run_epsilon_lower_bound` on the first
+    half of the runs (tried at the quantile levels of :func:`_threshold_levels`, both tails included); the bound is
+    computed on the second half alone, which the choice never saw, so it holds at ``confidence`` with no correction
+    for the thresholds tried.  Returns ``(eps_lower, details)`` (``threshold``, ``trials`` evaluated, the rates)."""
+    scores = np.asarray(scores, dtype=float)
+    included = np.asarray(included, dtype=bool)
+    if scores.ndim != 2 or scores.shape[0] < 2 or included.shape != scores.shape[1:]:
+        raise ValueError(f"scores must be (runs >= 2, trials) and included (trials,) (got {scores.shape}, "
+                         f"{included.shape})")
+    if included.all() or not included.any():
+        raise ValueError("included must hold both in- and out-trials")
+    half = scores.shape[0] // 2
     sel, ev = scores[:half], scores[half:]
 
     def counts(s, thr):
@@ -353,9 +376,8 @@ def audit_many_runs(config: RunConfig, silo_data: tuple[np.ndarray, np.ndarray],
     cands = np.quantile(sel, _threshold_levels(sel.size))
     best = max(cands, key=lambda t: many_run_epsilon_lower_bound(*counts(sel, t), delta, confidence)[0])
     lb, det = many_run_epsilon_lower_bound(*counts(ev, best), delta, confidence)
-    det.update(threshold=float(best), trials=int(ev.size), silos=num_silos, seeds=len(seeds),
-               noise_multiplier=float(results[0].noise_multipliers.max()), steps=int(results[0].steps.max()))
-    return AuditResult("many-run", lb, claimed, delta, confidence, det)
+    det.update(threshold=float(best), trials=int(ev.size))
+    return lb, det
 
 
 # --------------------------------------------------------------------------------------------------
