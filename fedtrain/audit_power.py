@@ -38,7 +38,7 @@ import numpy as np
 from fedtrain.config import RunConfig
 from fedtrain.testing import tiny_federated
 
-__all__ = ["AUDITS", "CLAIMS", "FACTORS", "one_run_setting", "many_run_setting", "power_point", "detection_threshold",
+__all__ = ["AUDITS", "CLAIMS", "FACTORS", "POWER_FILE", "one_run_setting", "many_run_setting", "power_point", "detection_threshold",
            "load_power", "plot_power", "main"]
 
 #: The audits whose power is measured: name -> (kind, keyword arguments of the audit).
@@ -47,6 +47,8 @@ AUDITS: dict[str, tuple[str, dict]] = {
     "many-run": ("many-run", dict(num_silos=100, seeds=tuple(range(32)))),
     "many-run 320k": ("many-run", dict(num_silos=10_000, seeds=tuple(range(32)))),
 }
+#: Where the committed power file lives (the repository's ``results`` folder).
+POWER_FILE = Path(__file__).resolve().parents[1] / "results" / "audit-power.json"
 #: The claimed ε of the chapter's audits.
 CLAIMS = (1.0, 2.0, 4.0, 8.0)
 #: The noise factors tried (1 = the engine as built).
@@ -111,7 +113,7 @@ def detection_threshold(points: Sequence[dict], audit_name: str, eps: float) -> 
     return best
 
 
-def load_power(path: str | os.PathLike) -> dict[str, Any]:
+def load_power(path: str | os.PathLike = POWER_FILE) -> dict[str, Any]:
     """The committed power file: ``{"provenance": {...}, "points": [...]}``; a missing or corrupt file is a
     ``FileNotFoundError``/``ValueError`` naming it and the command that writes it."""
     p = Path(path)
