@@ -4,7 +4,8 @@ School, full configuration (139 silos, 200 rounds, B=32, c=1, δ=1e-3, MR-MTL, �
 rate grid (the paper's 10 λ × 6 η = 60 configurations) run by ``run_many`` in one batch.
 
 1. **This engine vs the engine at ``--base``** (default ``93ab339``, the commit before the model-agnostic
-   hot path).  The base's ``fedtrain`` package is extracted with ``git archive`` into a temporary folder;
+   hot path).  The base's packages (``fedtrain`` and the ``fedtheory`` it imports: every top-level package of that
+   commit) are extracted with ``git archive`` into a temporary folder;
    each engine runs in its own worker process (same interpreter, same thread count), alternating
    ``--repeats`` times (which goes first alternates); each worker first runs the School config once untimed (noise
    calibration and caches warm), then times one run (best of 3) and the grid.  The minimum over repeats is
@@ -69,6 +70,13 @@ def worker(args) -> None:
     import fedtrain
     from fedtrain.engine import run, run_many
 
+    try:
+        import fedtheory
+
+        theory = os.path.dirname(fedtheory.__file__)
+    except ImportError:  # pragma: no cover - a base without fedtheory
+        theory = None
+
     data, what = load_data(args.school)
     base, grid, _ = configs(args)
     t = time.perf_counter()
@@ -91,7 +99,7 @@ def worker(args) -> None:
         recomputed = getattr(LinearModel, "total_recomputed", None)
     except ImportError:  # pragma: no cover
         pass
-    print(json.dumps({"package": os.path.dirname(fedtrain.__file__), "data": what, "warm": warm, "single": t_single,
+    print(json.dumps({"package": os.path.dirname(fedtrain.__file__), "theory": theory, "data": what, "warm": warm, "single": t_single,
                       "grid": t_grid, "cpu_single": c_single, "cpu_grid": c_grid, "single_metric": single.test_metric,
                       "grid_metrics": [r.test_metric for r in results], "recomputed": recomputed}))
 
@@ -106,16 +114,32 @@ def run_worker(root: str, args) -> dict:
     res = json.loads(out.stdout.strip().splitlines()[-1])
     if os.path.realpath(res["package"]) != os.path.realpath(os.path.join(root, "fedtrain")):
         raise RuntimeError(f"worker imported {res['package']}, expected {root}/fedtrain")
+    if res.get("theory") and os.path.realpath(res["theory"]) != os.path.realpath(os.path.join(root, "fedtheory")):
+        raise RuntimeError(f"worker imported {res['theory']}, expected {root}/fedtheory (the engine's own)")
     if "synthetic" in res["data"] and args.school:
         raise RuntimeError(f"worker for {root} could not load {args.school}")
     return res
 
 
+def packages_at(commit: str) -> list[str]:
+    """The top-level Python packages (folders with an ``__init__.py``) of ``commit``: the base engine's ``fedtrain``
+    imports its own ``fedtheory`` (and whatever else it shipped with), never this checkout's."""
+    top = subprocess.run(["git", "ls-tree", "-d", "--name-only", commit], cwd=REPO, check=True, capture_output=True,
+                         text=True).stdout.split()
+    inits = subprocess.run(["git", "ls-tree", "--name-only", commit, *[f"{d}/__init__.py" for d in top]], cwd=REPO,
+                           check=True, capture_output=True, text=True).stdout.split()
+    return sorted(path.split("/")[0] for path in inits)
+
+
 def extract_base(commit: str, into: str) -> str:
-    """``git archive`` the ``fedtrain`` package of ``commit`` into ``into``; returns its short hash."""
+    """``git archive`` every top-level package of ``commit`` (:func:`packages_at`: ``fedtrain``, ``fedtheory``)
+    into ``into``; returns its short hash."""
     short = subprocess.run(["git", "rev-parse", "--short", commit], cwd=REPO, check=True, capture_output=True,
                            text=True).stdout.strip()
-    archive = subprocess.run(["git", "archive", commit, "fedtrain"], cwd=REPO, check=True, capture_output=True).stdout
+    packages = packages_at(commit)
+    if "fedtrain" not in packages:
+        raise SystemExit(f"--base {commit}: that commit has no fedtrain package (it has {packages})")
+    archive = subprocess.run(["git", "archive", commit, *packages], cwd=REPO, check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", into], input=archive, check=True)
     return short
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from fedtheory.validation import check_integer_at_least
 from fedtheory.privacy.accountants import get_accountant
-from fedtheory.privacy.calibration import calibrate
+from fedtheory.privacy.calibration import calibrate_many
 from fedtheory.privacy.events import DpEvent, selection_event
 from fedtheory.privacy.silos import (PrivacyPlan, per_silo, silo_event, silo_privacy_plan, silo_sample_rates,
                                      silo_steps)
@@ -156,23 +156,22 @@ def noise_multipliers(plan: PrivacyPlan, eps, delta, q, accountant: str, selecti
     """Per-silo noise multiplier z_k whose silo event meets ``(eps_k, delta_k)``; 0 where ``eps_k = inf``.
 
     Each distinct ``(q_k, steps_k, selections_k, ε_sel,k, ε_k, δ_k)`` is calibrated once by
-    :func:`fedtheory.privacy.calibration.calibrate` (deterministic; ``cache``: the on-disk cache).
+    :func:`fedtheory.privacy.calibration.calibrate_many` (deterministic; ``cache``: the on-disk cache, whose entries
+    for the run are verified in one batched evaluation).
     """
     k = plan.dpsgd_steps.size
     eps, delta, q = per_silo("eps", eps, k), per_silo("delta", delta, k), per_silo("q", q, k)
     sel_eps = per_silo("selection_eps", selection_eps, k)
     out = np.zeros(k)
-    rows = {}
+    keys = {}
     for i in range(k):
-        if math.isinf(eps[i]):
-            continue
-        key = (float(q[i]), int(plan.dpsgd_steps[i]), int(plan.selections[i]), float(sel_eps[i]), float(eps[i]),
-               float(delta[i]))
-        if key not in rows:
-            qq, t, s, se, e, d = key
-            rows[key] = calibrate(lambda z, qq=qq, t=t, s=s, se=se: silo_event(z, qq, t, s, se), e, d, accountant,
-                                  cache=cache)
-        out[i] = rows[key]
+        if not math.isinf(eps[i]):
+            keys.setdefault((float(q[i]), int(plan.dpsgd_steps[i]), int(plan.selections[i]), float(sel_eps[i]),
+                             float(eps[i]), float(delta[i])), []).append(i)
+    fns = [lambda z, qq=qq, t=t, s=s, se=se: silo_event(z, qq, t, s, se) for qq, t, s, se, _, _ in keys]
+    zs = calibrate_many(fns, [key[4] for key in keys], [key[5] for key in keys], accountant, cache=cache)
+    for silos, z in zip(keys.values(), zs):
+        out[silos] = z
     return out
 
 

@@ -40,7 +40,7 @@ import numpy as np
 from fedtheory.validation import check_choice, check_open_interval
 from fedtheory.privacy.events import (ComposedDpEvent, DpEvent, GaussianDpEvent, NoOpDpEvent, PoissonSampledDpEvent,
                                       RdpCurveDpEvent, SelfComposedDpEvent, ZCDpEvent, event_key, flatten)
-from fedtheory.privacy.rdp import DEFAULT_ORDERS, _rdp_numpy, rdp_to_epsilon
+from fedtheory.privacy.rdp import DEFAULT_ORDERS, _rdp_numpy, rdp_many, rdp_to_epsilon
 from fedtheory.privacy.events import NonPrivateDpEvent
 
 __all__ = ["ACCOUNTANTS", "Accountant", "get_accountant", "simplify"]
@@ -148,6 +148,36 @@ class Accountant:
             memo[key] = float(self._epsilon(event, delta))
         return memo[key]
 
+    def epsilons(self, events, delta) -> list[float]:
+        """:meth:`epsilon` of every event of ``events`` (``delta``: one value, or one per event), bit for bit the same
+        numbers (and memoised alike).  The rdp accountant evaluates them in one batch (:func:`_rdp_epsilons`): every
+        subsampled-Gaussian curve of every event at once, its series' coefficients shared; the others one by one."""
+        events = list(events)
+        deltas = [float(check_open_interval("delta", d, 0.0, 1.0)) for d in
+                  (delta if np.ndim(delta) else [delta] * len(events))]
+        if len(deltas) != len(events):
+            raise ValueError(f"delta must be one value or one per event ({len(events)}; got {len(deltas)})")
+        out: list = [None] * len(events)
+        memo = _MEMO.setdefault(self.name, {})
+        batch = []
+        for i, (event, d) in enumerate(zip(events, deltas)):
+            event = simplify(event)
+            key = (event_key(event), d)
+            if isinstance(event, (NoOpDpEvent, NonPrivateDpEvent)) or key in memo or self.name != "rdp":
+                out[i] = self.epsilon(event, d)
+            else:
+                batch.append((i, event, d, key))
+        if batch:
+            for (i, event, d, key), eps in zip(batch, _rdp_epsilons([b[1] for b in batch], [b[2] for b in batch])):
+                if eps is None:  # not batched (another grid of orders, an all-zero curve): one by one
+                    out[i] = self.epsilon(event, d)
+                else:
+                    if len(memo) > 200_000:
+                        memo.clear()
+                    memo[key] = eps
+                    out[i] = eps
+        return out
+
     def eps_function(self, event_of_noise: Callable[[float], DpEvent], delta: float) -> Callable[[float], float]:
         """``z ↦`` an upper bound on ε of ``event_of_noise(z)`` that may be cheaper than :meth:`epsilon`
         (rdp: a sliding window of orders; never below the full-grid ε).  A fresh state per call."""
@@ -212,6 +242,78 @@ def _rdp_eps_at(event: DpEvent, delta: float, orders: np.ndarray) -> tuple[float
 
 def _rdp_epsilon(event: DpEvent, delta: float) -> float:
     return _rdp_eps_at(event, delta, _orders_of(event))[0]
+
+
+def _rdp_epsilons(events, deltas) -> list[float | None]:
+    """:func:`_rdp_epsilon` of many simplified events at once, bit for bit (``None`` for an event left to the caller).
+
+    1. Every distinct Poisson-subsampled Gaussian ``(q, z)`` among the events' leaves is evaluated at the integer
+       orders of :data:`~fedtheory.privacy.rdp.DEFAULT_ORDERS` in one call (:func:`fedtheory.privacy.rdp.rdp_many`),
+       each event's curve summed over its leaves as :func:`rdp_curve` sums it, and converted (Lemma A.2) at those
+       orders: ``ε_int``, an upper bound on the event's ε.
+    2. A fractional order α can only be the minimiser if its conversion term alone, ``(log(1/δ) − log α)/(α − 1)
+       + log(1 − 1/α)`` — a lower bound on ε(α) in floating point too, since the curve is ≥ 0 and rounding is
+       monotone — is at most ``ε_int``; only those orders are evaluated (all pairs in one call), the others are
+       provably above the minimum.  The minimum, and the order :func:`rdp_to_epsilon` picks, are therefore those of
+       the full grid (``tests/privacy/test_calibration_cache.py`` compares them bit for bit).
+    """
+    orders = DEFAULT_ORDERS
+    is_int = orders == np.round(orders)
+    out: list = [None] * len(events)
+    pairs: dict = {}
+    plans = []
+    for k, event in enumerate(events):
+        leaves = flatten(event)
+        if any(isinstance(e, RdpCurveDpEvent) for e, _ in leaves):
+            continue  # own grid of orders: one by one
+        if any(_is_nonprivate(e) for e, c in leaves if c):
+            continue
+        parts = []
+        for leaf, count in leaves:
+            if count == 0 or isinstance(leaf, NoOpDpEvent):
+                continue
+            if isinstance(leaf, PoissonSampledDpEvent) and isinstance(leaf.event, GaussianDpEvent):
+                pq = (float(leaf.sampling_probability), float(leaf.event.noise_multiplier))
+                parts.append(("pair", pairs.setdefault(pq, len(pairs)), count))
+            else:
+                parts.append(("leaf", leaf, count))
+        plans.append((k, parts))
+    if not pairs:
+        return out
+    qs, zs = zip(*pairs)
+    int_curves = np.maximum(rdp_many(qs, zs, orders[is_int]), 0.0)   # (pairs, integer orders)
+
+    def total(parts, sel, curves):
+        t = np.zeros(int(sel.sum()))
+        for kind, ref, count in parts:
+            t = t + count * (curves[ref] if kind == "pair" else rdp_curve(ref, orders[sel]))
+        return t
+
+    need, plans_ok = np.zeros((len(pairs), len(orders)), dtype=bool), []
+    for k, parts in plans:
+        d = deltas[k]
+        x, y = (np.log(1 / d) - np.log(orders)) / (orders - 1), np.log1p(-1 / orders)   # as rdp_to_epsilon forms them
+        low = x + y
+        curve_int = total(parts, is_int, int_curves)
+        if not curve_int.any():
+            continue  # an all-zero curve is ε = 0 by rdp_to_epsilon's caller: one by one
+        eps_int = curve_int + x[is_int] + y[is_int]   # rdp_to_epsilon's sums, in its order, at the integer orders
+        eps_int = float(np.min(np.where(np.isfinite(eps_int), eps_int, np.inf)))
+        frac = ~is_int & ~(low > eps_int)
+        for kind, ref, _ in parts:
+            if kind == "pair":
+                need[ref] |= frac
+        plans_ok.append((k, parts, frac))
+    frac_curves = np.full((len(pairs), len(orders)), np.nan)   # nan: not evaluated
+    if need.any():
+        frac_curves[:, ~is_int] = np.maximum(rdp_many(qs, zs, orders[~is_int], frac_mask=need[:, ~is_int]), 0.0)
+    for k, parts, frac in plans_ok:
+        curve = np.full(len(orders), np.inf)   # orders provably above the minimum: not evaluated
+        curve[is_int] = total(parts, is_int, int_curves)
+        if frac.any():
+            curve[frac] = total(parts, frac, frac_curves[:, frac])
+        out[k] = rdp_to_epsilon(orders, curve, deltas[k])[0]
+    return out
 
 
 def _rdp_window(acc: Accountant, event_of_noise, delta: float, half_width: int = 4):

@@ -156,6 +156,180 @@ def _rdp_numpy(q: float, sigma: float, orders: np.ndarray) -> np.ndarray:
     return out / (orders - 1)
 
 
+# ----------------------------------------------------------------------------------------------------
+# many (q, σ) pairs in one evaluation (the calibration cache verifies every cached z of a run at once)
+# ----------------------------------------------------------------------------------------------------
+_TABLES: dict = {}  # log binomial coefficients per grid of orders (they do not depend on q or σ)
+
+
+def _int_table(alphas: np.ndarray):
+    """``(i, valid, log C(α, i))`` for integer orders ``alphas``, as :func:`_log_a_int` computes them (cached)."""
+    key = ("int", alphas.tobytes())
+    if key not in _TABLES:
+        from scipy import special
+
+        amax = int(alphas.max())
+        i = np.arange(amax + 1, dtype=float)[None, :]
+        a = alphas[:, None]
+        valid = i <= a
+        with np.errstate(invalid="ignore", divide="ignore"):
+            log_coef = special.gammaln(a + 1) - special.gammaln(i + 1) - special.gammaln(np.where(valid, a - i, 0) + 1)
+        _TABLES[key] = (i, valid, log_coef)
+    return _TABLES[key]
+
+
+def _frac_table(alphas: np.ndarray, start: int, chunk: int, rows: np.ndarray):
+    """``(log|C(α, i)|, sign)`` for the fractional orders ``alphas[rows]`` and ``i`` in ``[start, start + chunk)``, as
+    :func:`_log_a_frac` computes them; cached per order (a chunk far down the series is needed by few orders)."""
+    key = ("frac", alphas.tobytes(), start, chunk)
+    if key not in _TABLES:
+        if len(_TABLES) > 256:
+            _TABLES.clear()
+        _TABLES[key] = (np.zeros((len(alphas), chunk)), np.zeros((len(alphas), chunk)), np.zeros(len(alphas), bool))
+    coef, sign, have = _TABLES[key]
+    missing = np.unique(rows[~have[rows]])
+    if missing.size:
+        from scipy import special
+
+        a = alphas[missing][:, None]
+        i = np.arange(start, start + chunk, dtype=float)[None, :]
+        j = a - i
+        coef[missing] = special.gammaln(a + 1) - special.gammaln(i + 1) - special.gammaln(j + 1)
+        sign[missing] = special.gammasgn(j + 1)
+        have[missing] = True
+    return coef[rows], sign[rows]
+
+
+def _log_a_int_many(qs, sigmas, alphas: np.ndarray, block: int = 64) -> np.ndarray:
+    """:func:`_log_a_int` for every pair ``(qs[p], sigmas[p])``, → ``(P, len(alphas))``, bit for bit the same numbers.
+
+    The binomial coefficients are shared (:func:`_int_table`); the terms are computed for ``i ≤ α`` only, ``block``
+    pairs at a time.  :func:`_log_a_int` sums each order's row padded to ``width = max α + 1`` with exact zeros past
+    ``i = α``; numpy sums a row pairwise, splitting ``n`` at ``n/2`` rounded down to a multiple of 8, so for
+    ``width = 1025`` the first 128, 256 and 512 entries are nodes of that tree: a row whose terms fit in the first
+    ``w`` of those is summed over ``w`` entries here (the zeros after them add exactly nothing), the others over the
+    full width — the same sums, rounded alike."""
+    i, valid, log_coef = _int_table(alphas)
+    n, width = log_coef.shape
+    counts = valid.sum(axis=1)
+    pad = np.array([next((w for w in (128, 256, 512) if c <= w and w < width and _node(width, w)), width)
+                    for c in counts])
+    P = len(qs)
+    lq = np.array([np.log(v) for v in qs])[:, None]
+    l1q = np.array([np.log1p(-v) for v in qs])[:, None]
+    den = np.array([2 * v ** 2 for v in sigmas])[:, None]
+    out = np.empty((P, n))
+    for b0 in range(0, P, block):
+        sl = slice(b0, min(b0 + block, P))
+        parts, m = [], np.empty((sl.stop - sl.start, n))
+        for r in range(n):
+            c = int(counts[r])
+            ir, a = i[:, :c], alphas[r]
+            t = log_coef[r, :c] + ir * lq[sl] + (a - ir) * l1q[sl] + (ir * ir - ir) / den[sl]
+            m[:, r] = t.max(axis=1)
+            parts.append(t)
+        m = np.where(np.isfinite(m), m, 0.0)
+        total = np.empty((sl.stop - sl.start, n))
+        for w in np.unique(pad):
+            rows = np.flatnonzero(pad == w)
+            buf = np.zeros((sl.stop - sl.start, rows.size, int(w)))
+            for j, r in enumerate(rows):
+                buf[:, j, :parts[r].shape[1]] = np.exp(parts[r] - m[:, r:r + 1])
+            total[:, rows] = np.sum(1.0 * buf, axis=2)
+        with np.errstate(divide="ignore"):
+            out[sl] = np.log(np.abs(total)) + m
+    return out
+
+
+def _node(n: int, w: int) -> bool:
+    """Whether numpy's pairwise sum of ``n`` entries sums the first ``w`` of them as one node of its tree (it splits
+    ``n > 128`` at ``n/2`` rounded down to a multiple of 8, and sums ``n ≤ 128`` in one block)."""
+    while n > w:
+        if n <= 128:
+            return False
+        n2 = n // 2
+        n = n2 - n2 % 8
+    return n == w
+
+
+def _log_a_frac_many(qs, sigmas, alphas: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """:func:`_log_a_frac` for every pair ``(qs[p], sigmas[p])``, → ``(P, len(alphas))``, bit for bit the same numbers:
+    the rows (pair, order) run the same chunks with the same stopping rule; the coefficients are shared
+    (:func:`_frac_table`).  ``mask`` ``(P, len(alphas))``: compute only those entries (the others are ``nan``)."""
+    from scipy import special
+
+    P, n = len(qs), len(alphas)
+    q = np.repeat(np.asarray(qs, dtype=float), n)
+    sigma = np.repeat(np.asarray(sigmas, dtype=float), n)
+    order = np.tile(np.arange(n), P)
+    lq = np.repeat([np.log(v) for v in qs], n)
+    l1q = np.repeat([np.log1p(-v) for v in qs], n)
+    den = np.repeat([2 * v ** 2 for v in sigmas], n)
+    z0 = np.repeat([v ** 2 * np.log(1 / u - 1) + 0.5 for u, v in zip(qs, sigmas)], n)
+    rows = P * n
+    acc = [np.full(rows, -np.inf), np.ones(rows), np.full(rows, -np.inf), np.ones(rows)]
+    active = np.arange(rows) if mask is None else np.flatnonzero(np.asarray(mask, dtype=bool).reshape(rows))
+    wanted = active.copy()
+    start, chunk = 0, 32
+    while active.size and start < 1 << 17:
+        o = order[active]
+        log_coef, sign = _frac_table(alphas, start, chunk, o)
+        a = alphas[o][:, None]
+        i = np.arange(start, start + chunk, dtype=float)[None, :]
+        j = a - i
+        s, d, z = sigma[active][:, None], den[active][:, None], z0[active][:, None]
+        log_s0 = (log_coef + i * lq[active][:, None] + j * l1q[active][:, None] + (i * i - i) / d
+                  + special.log_ndtr((z - i) / s))
+        log_s1 = (log_coef + j * lq[active][:, None] + i * l1q[active][:, None] + (j * j - j) / d
+                  + special.log_ndtr((j - z) / s))
+        small = np.maximum(log_s0, log_s1) < -30
+        done = small.any(axis=1)
+        stop = np.where(done, np.argmax(small, axis=1), chunk - 1)
+        keep = np.arange(chunk)[None, :] <= stop[:, None]
+        for k, terms in ((0, log_s0), (2, log_s1)):
+            part, psign = _signed_logsumexp(np.where(keep, terms, -np.inf), sign, axis=1)
+            acc[k][active], acc[k + 1][active] = _signed_add(acc[k][active], acc[k + 1][active], part, psign)
+        active = active[~done]
+        start += chunk
+        chunk *= 2
+    out = np.logaddexp(np.where(acc[1] > 0, acc[0], -np.inf), np.where(acc[3] > 0, acc[2], -np.inf))
+    converged = np.ones(rows, dtype=bool)
+    converged[active] = False
+    out = np.where(converged, out, np.inf)
+    if mask is not None:
+        skipped = np.ones(rows, dtype=bool)
+        skipped[wanted] = False
+        out[skipped] = np.nan
+    return out.reshape(P, n)
+
+
+def rdp_many(qs, sigmas, orders: np.ndarray, frac_mask: np.ndarray | None = None) -> np.ndarray:
+    """Per-step RDP of the Poisson-subsampled Gaussian for many pairs ``(qs[p], sigmas[p])`` at ``orders``:
+    ``(P, len(orders))``, row p bit for bit :func:`_rdp_numpy` ``(qs[p], sigmas[p], orders)`` (the same series,
+    their coefficients computed once for all pairs; a value at one order does not depend on the other orders asked
+    for, except that the integer orders share one padded row of width ``max + 1``: ask for all of them together).
+    ``frac_mask`` ``(P, len(orders))``: compute the fractional orders only where true (``nan`` elsewhere)."""
+    qs = [float(v) for v in qs]
+    sigmas = [float(v) for v in sigmas]
+    if len(qs) != len(sigmas):
+        raise ValueError(f"qs and sigmas must have one value per pair (got {len(qs)} and {len(sigmas)})")
+    out = np.empty((len(qs), len(orders)))
+    general = [p for p, (q, s) in enumerate(zip(qs, sigmas)) if not (q == 0 or s == 0 or np.isinf(s) or q == 1)]
+    for p in sorted(set(range(len(qs))) - set(general)):
+        out[p] = _rdp_numpy(qs[p], sigmas[p], orders)
+    if general:
+        gq, gs = [qs[p] for p in general], [sigmas[p] for p in general]
+        part = np.empty((len(general), len(orders)))
+        is_int = orders == np.round(orders)
+        if is_int.any():
+            part[:, is_int] = _log_a_int_many(gq, gs, orders[is_int])
+        if (~is_int).any():
+            mask = None if frac_mask is None else np.asarray(frac_mask, dtype=bool)[general][:, ~is_int]
+            part[:, ~is_int] = _log_a_frac_many(gq, gs, orders[~is_int], mask)
+        out[general] = part / (orders - 1)
+    return out
+
+
 def _rdp_opacus(q: float, sigma: float, orders: np.ndarray) -> np.ndarray:
     from opacus.accountants.analysis.rdp import compute_rdp
 

@@ -169,8 +169,8 @@ def test_minimality_check_accepts_the_search_and_rejects_just_above_it(cache, ac
 def test_a_run_that_cannot_certify_its_target_stops_and_stores_nothing(cache, tmp_path, monkeypatch, factor, where):
     """Defence in depth: even if the calibration returned too little noise (here: patched), the engine's own
     checks stop the run (one-line error, exit status 1) and the results store stays empty."""
-    real = ledger.calibrate
-    monkeypatch.setattr(ledger, "calibrate", lambda *a, **k: real(*a, **k) * factor)
+    real = ledger.calibrate_many
+    monkeypatch.setattr(ledger, "calibrate_many", lambda *a, **k: [z * factor for z in real(*a, **k)])
     store = tmp_path / "store"
     status, out, err, _ = _cli(ARGS + ["--results", str(store)])
     assert status == 1 and out is None
@@ -230,3 +230,120 @@ def test_an_unwritable_cache_folder_warns_once(tmp_path, monkeypatch):
     assert status == 0 and out["eps_spent_max"] <= 1.0
     assert len(msgs) == 1 and "could not write" in msgs[0], msgs
     assert len(set(out["noise_multipliers"])) > 1  # several calibrations ran, one warning in all
+
+
+# ----------------------------------------------------------------------------------------------------
+# the tolerance of the check: a cached z just outside it is refused, on both paths (one entry, a run's batch)
+# ----------------------------------------------------------------------------------------------------
+RATES = (0.05, 0.2, 0.6)
+
+
+def _events_of(q):
+    return lambda z: dpsgd_event(z, q, 300)
+
+
+def _calibrate_paths(path, fns, target, delta, cache):
+    """z of each map by ``calibrate`` one at a time, or by ``calibrate_many`` (the batched check a run uses)."""
+    if path == "one":
+        return [C.calibrate(f, target, delta, "rdp", cache=cache) for f in fns]
+    return C.calibrate_many(fns, target, delta, "rdp", cache=cache)
+
+
+def _plant(cache, fns, target, delta, values):
+    """Write ``values`` as the cached z of each map's entry (the files an uncached calibration wrote)."""
+    for f, z in zip(fns, values):
+        key = C._key(f, target, delta, "rdp", 1e-3)
+        path = C._path(cache, key)
+        obj = json.loads(path.read_text())
+        path.write_text(json.dumps({**obj, "noise_multiplier": z}))
+
+
+@pytest.mark.parametrize("path", ["one", "many"])
+def test_a_cached_z_whose_eps_is_one_percent_above_target_is_refused(cache, path):
+    """A cached z slightly too small — its ε is about 1.01 × the target (the z the search returns for 1.01 × the
+    target, an independent calibration) — is refused, recalibrated and rewritten; a check loosened to accept
+    ε ≤ 1.5 × target, or one that only looks far outside (×0.1, 0, inf), serves it."""
+    target, delta = 1.0, 1e-5
+    fns = [_events_of(q) for q in RATES]
+    acc = A.get_accountant("rdp")
+    _forget()
+    clean = _calibrate_paths(path, fns, target, delta, cache=True)   # writes the entries
+    _forget()
+    loose = [C.calibrate(f, 1.01 * target, delta, "rdp", cache=False) for f in fns]
+    _forget()
+    over = [acc.epsilon(f(z), delta) for f, z in zip(fns, loose)]
+    assert all(1.0 * target < e <= 1.01 * target for e in over), over   # just above the target: not private enough
+    assert all(z < c for z, c in zip(loose, clean))
+    _plant(cache, fns, target, delta, loose)
+    _forget()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = _calibrate_paths(path, fns, target, delta, cache=True)
+    assert got == clean
+    assert any("> target" in str(w.message) for w in caught), [str(w.message) for w in caught]
+    assert [json.loads(C._path(cache, C._key(f, target, delta, "rdp", 1e-3)).read_text())["noise_multiplier"]
+            for f in fns] == clean                                        # rewritten
+    _forget()
+    assert all(acc.epsilon(f(z), delta) <= target for f, z in zip(fns, got))
+
+
+@pytest.mark.parametrize("path", ["one", "many"])
+def test_a_cached_z_just_above_the_minimal_one_is_refused(cache, path):
+    """The other side of the tolerance: z·(1 + 2·rtol) is private but not the search's z (ε at z·(1−rtol) is
+    still ≤ the target), on both paths."""
+    target, delta = 1.0, 1e-5
+    fns = [_events_of(q) for q in RATES]
+    _forget()
+    clean = _calibrate_paths(path, fns, target, delta, cache=True)
+    _plant(cache, fns, target, delta, [z * (1 + 2e-3) for z in clean])
+    _forget()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert _calibrate_paths(path, fns, target, delta, cache=True) == clean
+    assert any("larger than needed" in str(w.message) for w in caught)
+
+
+def test_calibrate_many_is_calibrate_one_by_one(cache):
+    """Cold (searching and writing) and warm (every entry verified in one batch): the same bits as ``calibrate``
+    without any cache, for maps with and without selections and at two δ."""
+    from fedtheory.privacy.silos import silo_event
+
+    fns = [lambda z, q=q, s=s: silo_event(z, q, 150, s, 0.2) for q in (0.03, 0.3, 1.0) for s in (0, 3)]
+    targets = [0.5, 1.0, 2.0, 4.0, 8.0, 1.0]
+    deltas = [1e-5, 1e-3] * 3
+    _forget()
+    fresh = [C.calibrate(f, t, d, "rdp", cache=False) for f, t, d in zip(fns, targets, deltas)]
+    for _ in range(2):   # cold, then warm
+        _forget()
+        assert C.calibrate_many(fns, targets, deltas, "rdp", cache=True) == fresh
+
+
+def _random_events(rng, n):
+    from fedtheory.privacy.events import ComposedDpEvent, GaussianDpEvent, ZCDpEvent
+    from fedtheory.privacy.silos import silo_event
+
+    out = [silo_event(float(rng.uniform(0.3, 40)), float(rng.uniform(1e-4, 1.0)), int(rng.integers(1, 20_000)),
+                      int(rng.integers(0, 4)), float(rng.uniform(0, 1))) for _ in range(n)]
+    out += [ComposedDpEvent([dpsgd_event(2.0, 0.1, 100), dpsgd_event(5.0, 0.02, 1000), GaussianDpEvent(30.0)]),
+            ZCDpEvent(0.01, 0.0), dpsgd_event(1.0, 0.5, 0), dpsgd_event(0.0, 0.5, 3), dpsgd_event(1e5, 1e-6, 10)]
+    return out
+
+
+def test_batched_epsilons_are_the_accountants_bit_for_bit():
+    """``Accountant.epsilons`` (one batch: shared series coefficients, fractional orders pruned where their
+    conversion term alone exceeds the integer orders' ε) against ``epsilon`` one event at a time: equal floats,
+    on random DP-SGD/selection events, compositions, degenerate events; and the batched curves against the
+    per-pair series."""
+    from fedtheory.privacy.rdp import DEFAULT_ORDERS, _rdp_numpy, rdp_many
+
+    rng = np.random.default_rng(7)
+    events = _random_events(rng, 60)
+    for delta in (1e-5, 1e-3):
+        _forget()
+        batched = A.get_accountant("rdp").epsilons(events, delta)
+        _forget()
+        one = [A.get_accountant("rdp").epsilon(e, delta) for e in events]
+        assert batched == one
+    qs, zs = rng.uniform(1e-4, 0.999, 30), rng.uniform(0.3, 60, 30)
+    assert np.array_equal(rdp_many(qs, zs, DEFAULT_ORDERS),
+                          np.array([_rdp_numpy(float(q), float(z), DEFAULT_ORDERS) for q, z in zip(qs, zs)]))
