@@ -548,3 +548,4 @@ def _preset(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Seq
                if res["files"] else ""), file=out)
     return 0
 
+import fedtrain.federate.command  # noqa: E402,F401  (registers `fedtrain federate`)
