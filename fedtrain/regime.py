@@ -44,7 +44,7 @@ from typing import Any, Iterable, Sequence
 
 __all__ = ["CLIP_ONLY_EPS", "PRIVATE_EPS", "LR_PROBES", "CLIP_PROBES", "check_positive_grid",
            "check_clip_only_eps", "probe_config", "controls", "probe_phases", "decompose", "noise_bound",
-           "best_cells", "summary_rows"]
+           "best_cells", "summary_rows", "choose", "PAPER_MAX_LR"]
 
 #: ε of the clip-only control: finite, so the same clipping at ``c`` runs, with a negligible noise multiplier.
 CLIP_ONLY_EPS = 1e6
@@ -216,8 +216,40 @@ def summary_rows(store, lrs: Sequence[float] = LR_PROBES, clips: Sequence[float]
                      **decompose(acc), "noise_bound": noise_bound(acc),
                      "z_private": float(max(priv.noise_multipliers)), "eps_spent_private": float(max(priv.eps_spent)),
                      "z_clip_only": float(max(got["clip"].noise_multipliers)),
-                     "wall_s": {k: round(float(r.wall_time), 1) for k, r in got.items()}})
+                     "wall_s": {k: round(float(r.wall_time), 1) for k, r in got.items()},
+                     "computed": {k: _stored_provenance(store, c) for k, c in runs.items()}})
     return rows
+
+
+def _stored_provenance(store, config) -> dict | None:
+    """Commit, machine and creation time recorded with a stored row (None for a store without files)."""
+    find = getattr(store, "_find", None)
+    path = find(config) if find is not None else None
+    if path is None:
+        return None
+    row = json.loads(Path(path).read_text())
+    prov = row.get("provenance") or {}
+    return {"commit": prov.get("commit"), "machine": prov.get("machine"), "created": row.get("created")}
+
+
+#: The largest η of the paper's grid (App. C.4: 0.001 ... 0.3); a chosen setting must lie within it.
+PAPER_MAX_LR = 0.3
+
+
+def choose(rows: Sequence[dict]) -> dict:
+    """The setting the probes choose, from :func:`summary_rows`: among the mask-0 rows with η within the paper's grid
+    (η ≤ :data:`PAPER_MAX_LR`), the noise-bound one with the best private accuracy; if none is noise-bound, the one
+    with the best private accuracy, marked ``noise_bound: False`` (the probes then show that no setting of the
+    grid is noise-bound).  Returns ``{"lr", "clip", "train_per_silo", "noise_bound", "why"}``."""
+    pool = [r for r in rows if r["mask_ratio"] == 0.0 and r["lr"] <= PAPER_MAX_LR and math.isfinite(r["acc_private"])]
+    if not pool:
+        raise ValueError("rows must hold at least one finished mask-0 setting with η <= 0.3")
+    bound = [r for r in pool if r["noise_bound"]]
+    best = max(bound or pool, key=lambda r: r["acc_private"])
+    why = ("the best private accuracy among the noise-bound settings" if bound else
+           "no probed setting within the paper's η grid is noise-bound; the best private accuracy")
+    return {"lr": best["lr"], "clip": best["clip"], "train_per_silo": best["train_per_silo"],
+            "noise_bound": bool(bound), "acc_private": best["acc_private"], "why": why}
 
 
 def _provenance(command: str) -> dict:
@@ -243,7 +275,8 @@ def pack(store, out: Path, command: str, *, lrs: Sequence[float] = LR_PROBES, cl
                      "rounds": ROUNDS, "batch_size": 100, "delta": 1e-7, "seed": 0, "accountant": "rdp",
                      "private_eps": PRIVATE_EPS, "clip_only_eps": clip_only_eps,
                      "adjacency": "add/remove-one record of a silo's training set"},
-           "provenance": _provenance(command), "rows": rows}
+           "provenance": _provenance(command), "rows": rows,
+           "chosen": choose(rows) if any(r["mask_ratio"] == 0.0 and r["lr"] <= PAPER_MAX_LR for r in rows) else None}
     tmp = Path(out).with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=1) + "\n")
     os.replace(tmp, out)

@@ -98,3 +98,23 @@ def test_phases_pick_the_best_private_cells_and_a_noise_bound_one():
         (0.3, 3.0, 1500), (0.1, 3.0, 1500), (0.03, 8.0, 1500)}
     rows = regime.summary_rows(store)
     assert len(rows) == 12 and [(r["lr"], r["clip"]) for r in rows if r["noise_bound"]] == [(0.03, 8.0)]
+
+
+def _row(lr, clip, nodp, clip_only, private, per=500, mask=0.0):
+    acc = {"nodp": nodp, "clip": clip_only, "private": private}
+    return {"train_per_silo": per, "mask_ratio": mask, "lr": lr, "clip": clip, "acc_private": private,
+            "noise_bound": regime.noise_bound(acc)}
+
+
+def test_choose_prefers_noise_bound_within_the_papers_eta_grid():
+    rows = [_row(0.3, 1.0, 0.73, 0.64, 0.59),  # best private, clipping-bound
+            _row(0.1, 8.0, 0.73, 0.70, 0.55),  # noise-bound
+            _row(0.03, 8.0, 0.70, 0.69, 0.50),  # noise-bound, worse
+            _row(1.0, 8.0, 0.74, 0.73, 0.60),  # noise-bound and best, but η = 1 is outside the paper's grid
+            _row(0.3, 8.0, 0.60, 0.58, 0.40, mask=0.5)]  # a masked cell does not choose
+    got = regime.choose(rows)
+    assert (got["lr"], got["clip"], got["noise_bound"]) == (0.1, 8.0, True)
+    got = regime.choose(rows[:1])
+    assert (got["lr"], got["clip"], got["noise_bound"]) == (0.3, 1.0, False) and "no probed setting" in got["why"]
+    with pytest.raises(ValueError, match="rows must"):
+        regime.choose(rows[3:])
