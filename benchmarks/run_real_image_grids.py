@@ -25,6 +25,15 @@ store, byte for byte, in ``DIR/raw/<grid>.jsonl.gz`` (:func:`fedtrain.store.arch
 computing start writes the archived rows its work store lacks back into it (:func:`~fedtrain.store.archive.restore_rows`,
 each checked against its key), so a fresh machine resumes the grid instead of recomputing it.
 
+Tuning axes and controls (a real-image grid only; :func:`extend_grid`)::
+
+    python benchmarks/run_real_image_grids.py fig6-fashion --lrs 0.03,0.3 --clips 3 --clip-only-eps 1e6 --select-every 3
+
+runs every configuration at each η of ``--lrs``, each private one at each clip of ``--clips``, adds a clip-only
+control (the same run at a finite ε >= 1e5) of each private one and spreads IFCA's private selections every E
+rounds; an empty, non-finite or non-positive grid, an infinite clip-only ε or a schedule past the last round is a
+one-line error naming the argument.  The added runs go to the work store (``--pack`` packs the grid's own).
+
 On a machine with many cores (a real-image grid only)::
 
     python benchmarks/run_real_image_grids.py fig6-fashion --workers 15 --stop-by 540
@@ -71,9 +80,67 @@ def parse(argv=None):
                    help="compute only the I-th of every N runs of the grid (0 <= I < N) that are missing; --workers sets it")
     p.add_argument("--stop-by", type=float, default=None, metavar="S",
                    help="start no run expected (from the last run's duration) to end later than S seconds after start")
+    p.add_argument("--lrs", default=None, metavar="ETA,...",
+                   help="run every configuration of the grid at each of these η (a tuning grid; finite, positive)")
+    p.add_argument("--clips", default=None, metavar="C,...",
+                   help="run every private configuration at each of these clipping norms (finite, positive)")
+    p.add_argument("--clip-only-eps", default=None, metavar="EPS",
+                   help="add a clip-only control of every private configuration: the same run at this finite ε "
+                        "(>= 1e5: the same clipping, negligible noise)")
+    p.add_argument("--select-every", default=None, metavar="E",
+                   help="IFCA's private selections every E rounds from round 0 (the last before the last round)")
     p.add_argument("--first", default="", help="comma-separated methods to run first within each seed "
                    "(e.g. ifca: its cluster recovery decides whether the warm-started runs mean anything)")
     return p.parse_args(argv)
+
+
+def _floats(flag: str, text: str) -> tuple[float, ...]:
+    from fedtrain.regime import check_positive_grid
+
+    try:
+        return check_positive_grid(flag, [v for v in text.split(",") if v.strip()])
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+
+
+def extend_grid(configs, *, lrs=None, clips=None, clip_only_eps=None, select_every=None) -> list:
+    """The grid's configurations with the tuning axes and controls added: each at every η of ``lrs``, each private
+    one at every clip of ``clips``, a clip-only copy (ε = ``clip_only_eps``) of each private one, IFCA's selections
+    every ``select_every`` rounds.  Raises ``ValueError`` naming the argument for an empty, non-finite or
+    non-positive grid, a non-finite clip-only ε, or a selection schedule past the last round.  The added runs go
+    to the work store; ``--pack`` packs the grid's own (:func:`fedtrain.presets.deep_grid`) until the grid names
+    them."""
+    import math
+
+    from fedtrain.methods.ifca import max_select_every, schedule
+    from fedtrain.regime import check_clip_only_eps, check_positive_grid
+
+    out = list(configs)
+    if lrs is not None:
+        lrs = check_positive_grid("lrs", lrs)
+        out = [c.replace(lr=lr) for c in out for lr in lrs]
+    if clips is not None:
+        clips = check_positive_grid("clips", clips)
+        out = [c2 for c in out for c2 in ([c.replace(clip=v) for v in clips] if math.isfinite(c.eps) else [c])]
+    if select_every is not None:
+        every = int(select_every)
+        if every != select_every or every < 1:
+            raise ValueError(f"select_every must be an integer >= 1 (got {select_every!r})")
+        moved = []
+        for c in out:
+            if c.method in ("ifca", "ifca-mrmtl"):
+                last = schedule(c.select_frac, c.rounds, every)[-1]
+                if last >= c.rounds:
+                    raise ValueError(f"select_every={every} puts IFCA's last private selection at round {last + 1}, "
+                                     f"past the last round {c.rounds}: select_every must be <= {max_select_every(c)}")
+                c = c.replace(select_every=every)
+            moved.append(c)
+        out = moved
+    if clip_only_eps is not None:
+        ce = check_clip_only_eps(clip_only_eps)
+        out = out + [c.replace(eps=ce) for c in out if math.isfinite(c.eps) and c.eps != ce]
+    seen = set()
+    return [c for c in out if not (c.key() in seen or seen.add(c.key()))]
 
 
 def main(argv=None) -> int:
@@ -88,6 +155,19 @@ def main(argv=None) -> int:
         raise SystemExit(f"--workers must be an integer >= 1, without --shard (got {args.workers}, shard {args.shard})")
     if args.stop_by is not None and not args.stop_by > 0:
         raise SystemExit(f"--stop-by must be a positive number of seconds (got {args.stop_by})")
+    try:
+        extend = dict(lrs=None if args.lrs is None else [v for v in args.lrs.split(",") if v.strip()],
+                      clips=None if args.clips is None else [v for v in args.clips.split(",") if v.strip()],
+                      clip_only_eps=args.clip_only_eps,
+                      select_every=None if args.select_every is None else _number(args.select_every))
+        if args.grid in REAL_IMAGE_GRIDS:
+            extend_grid(deep_grid_of(args.grid), **extend)  # every bad value reported before anything runs
+    except ValueError as exc:
+        msg = str(exc)
+        for name in ("lrs", "clips", "clip_only_eps", "select_every"):
+            if msg.startswith(name):
+                msg = "--" + name.replace("_", "-") + msg[len(name):]
+        raise SystemExit(msg) from None
     store = Path(args.store or DEFAULT_ROOT / args.grid)
     seeds = None if args.seeds is None else [int(s) for s in args.seeds.split(",")]
     if args.pack is not None:
@@ -108,6 +188,9 @@ def main(argv=None) -> int:
         restored = restore_rows(RAW_ARCHIVE(args.grid), store)
         print(f"{args.grid}: restored {restored} rows from {shown_path(RAW_ARCHIVE(args.grid))}", flush=True)
     if args.grid not in REAL_IMAGE_GRIDS:
+        if any(v is not None for v in extend.values()):
+            raise SystemExit(f"--lrs, --clips, --clip-only-eps and --select-every extend the real-image grids "
+                             f"({', '.join(sorted(REAL_IMAGE_GRIDS))}), not {args.grid}")
         if args.workers is not None or shard is not None or args.stop_by is not None:
             raise SystemExit(f"--workers, --shard and --stop-by compute the real-image grids "
                              f"({', '.join(sorted(REAL_IMAGE_GRIDS))}), not {args.grid}")
@@ -115,7 +198,22 @@ def main(argv=None) -> int:
     if args.workers is not None and not args.status:
         return _spawn(args, store, argv)
     stop_at = None if args.stop_by is None else started + args.stop_by
-    return _deep(args.grid, store, seeds, args.status, [m for m in args.first.split(",") if m], shard, stop_at)
+    return _deep(args.grid, store, seeds, args.status, [m for m in args.first.split(",") if m], shard, stop_at,
+                 extend=extend)
+
+
+def _number(text: str):
+    try:
+        v = float(text)
+    except ValueError:
+        raise ValueError(f"select_every must be an integer >= 1 (got {text!r})") from None
+    return int(v) if v.is_integer() else v
+
+
+def deep_grid_of(grid: str) -> list:
+    from fedtrain.presets import deep_grid
+
+    return deep_grid(grid)
 
 
 def _shard(text: str | None) -> tuple[int, int] | None:
@@ -159,12 +257,12 @@ def block(config) -> tuple[float, float]:
     return float(config.dataset_options.get("mask_ratio") or 0.0), float(config.eps)
 
 
-def _deep(grid: str, folder: Path, seeds, status_only: bool, first=(), shard=None, stop_at=None) -> int:
+def _deep(grid: str, folder: Path, seeds, status_only: bool, first=(), shard=None, stop_at=None, extend=None) -> int:
     from fedtrain.presets import deep_grid
     from fedtrain.results import ResultsStore
     from fedtrain.sweep import run_sweep
 
-    configs = deep_grid(grid)
+    configs = extend_grid(deep_grid(grid), **(extend or {}))
     order = sorted({c.seed for c in configs}) if seeds is None else seeds
     store = ResultsStore(folder)
     done = sum(store.has(c) for c in configs)

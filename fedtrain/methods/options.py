@@ -66,6 +66,15 @@ class IFCAOptions(MethodOptions):
                                    help="per-selection epsilon as a fraction of the silo's total epsilon (paper: 0.03)")
     ifca_loss_clip: float = param(1.0, kind="float", low=0.0, low_open=True,
                                   help="regression IFCA: per-example loss clipped to [0, L] before scoring selections")
+    select_every: int = param(1, kind="int", low=1,
+                              help="rounds between IFCA's private selections, which run at rounds 0, e, 2e, ... "
+                                   "(1 = the first rounds, the paper's); the last must come before the last round")
+
+    def to_dict(self) -> dict:
+        out = super().to_dict()
+        if self.select_every == 1:  # the paper's schedule keeps the keys of the runs stored before the option
+            out.pop("select_every")
+        return out
 
 
 @dataclass(frozen=True)
