@@ -42,7 +42,7 @@ from typing import Any, Callable
 import ipywidgets as widgets
 import numpy as np
 
-__all__ = ["figure_widget", "FigureWidget", "figure_data", "static_grid", "round_value"]
+__all__ = ["figure_widget", "FigureWidget", "figure_data", "describe_figure", "static_grid", "round_value"]
 
 #: default cap on the number of grid points (figures) drawn for one widget's static version
 DEFAULT_MAX_FRAMES = 25
@@ -91,6 +91,40 @@ def figure_data(fig: Any) -> list[np.ndarray]:
     texts = [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text") and callable(a.get_text))]
     out.append(np.frombuffer("\n".join(texts).encode(), dtype=np.uint8).astype(float))
     return out
+
+
+def _clean(text: str) -> str:
+    """A matplotlib label as plain text: mathtext ``$...$`` markers and backslashes dropped, one line."""
+    return " ".join(text.replace("$", "").replace("\\", "").replace("{", "").replace("}", "").split())
+
+
+def describe_figure(fig: Any, max_entries: int = 6) -> str:
+    """What a matplotlib figure shows, in words (the alt text of a widget's frames): its title, and per
+    panel the y label against the x label, the panel's title and its legend's first ``max_entries``
+    entries.  Built from the figure's own labels, so it names what is drawn, not the function drawing it."""
+    parts = []
+    for ax in fig.axes:
+        xl, yl = _clean(ax.get_xlabel()), _clean(ax.get_ylabel())
+        labels = [_clean(lb) for lb in ax.get_legend_handles_labels()[1] if lb and not lb.startswith("_")]
+        if not (xl or yl or labels):
+            continue
+        text = f"{yl or 'value'} against {xl or 'position'}"
+        title = _clean(ax.get_title())
+        if title:
+            text = f"{title}: {text}"
+        if labels:
+            more = f" and {len(labels) - max_entries} more" if len(labels) > max_entries else ""
+            text += " (" + ", ".join(labels[:max_entries]) + more + ")"
+        parts.append(text)
+    legend = [_clean(t.get_text()) for leg in getattr(fig, "legends", []) for t in leg.get_texts()]
+    head = _clean(fig._suptitle.get_text()) if getattr(fig, "_suptitle", None) is not None else ""
+    n = len(parts)
+    if not n:
+        return (f"{head}: " if head else "") + f"figure with {len(fig.axes)} unlabelled panel(s)."
+    out = (f"{head}. " if head else "") + ("Plot of " if n == 1 else f"{n} panels: ") + "; ".join(parts)
+    if legend:
+        out += "; legend: " + ", ".join(legend[:max_entries]) + (" and more" if len(legend) > max_entries else "")
+    return out + "."
 
 
 def _slider_values(control: Any) -> list[Any]:
@@ -232,10 +266,12 @@ def _static_html(plot: Callable[..., Any], controls: dict[str, Any], grid: dict[
     fixed = {n: c.value for n, c in controls.items() if isinstance(c, widgets.fixed)}
     names = list(grid)
     images: list[str] = []
+    alt = ""
     seen: dict[str, int] = {}
     frames: dict[str, int] = {}
     for combo in itertools.product(*(range(len(grid[n])) for n in names)):
         fig = plot(**fixed, **{n: grid[n][i] for n, i in zip(names, combo)})
+        alt = alt or describe_figure(fig)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=FRAME_DPI)
         plt.close(fig)
@@ -247,7 +283,7 @@ def _static_html(plot: Callable[..., Any], controls: dict[str, Any], grid: dict[
         frames[",".join(map(str, combo))] = seen[digest]
     current = [_index_of(grid[n], controls[n].value) for n in names]
     data = {
-        "alt": f"figure drawn by {getattr(plot, '__module__', '')}.{getattr(plot, '__name__', 'plot')}",
+        "alt": alt,
         "controls": [{"name": n, "labels": [_fmt(v) for v in grid[n]]} for n in names],
         "frames": frames, "images": images,
     }

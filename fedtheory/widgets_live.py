@@ -137,7 +137,9 @@ return {
             title: "N = " + p.N + " (" + n_np + " opt out), ξ² = " + p.alpha2 + ", τ² = " + p.tau2 + ", κ² = " + p.gamma2}],
   values: {n_np: n_np, n_p: n_p, r: x, server_error: V, r_star: rs, server_error_opt: Vopt, server_error_r1: V1,
            dp_fedavg: dp},
-  readout: "FedHDP: r* = " + U.fmt(rs) + ", σ_s²(r*) = " + U.fmt(Vopt) + ";  HDP-FedAvg (r = 1): " + U.fmt(V1) +
+  readout: (n_np > 0 ? "FedHDP: r* = " + U.fmt(rs) + ", σ_s²(r*) = " + U.fmt(Vopt) + ";  HDP-FedAvg (r = 1): " + U.fmt(V1)
+                      : "No client opts out at this ρ_np: every update is private, so the weight ratio r has no " +
+                        "effect and r* is not defined; σ_s² = " + U.fmt(V1)) +
            ";  DP-FedAvg (everyone private): " + U.fmt(dp)
 };
 """
@@ -197,20 +199,27 @@ var panels = [], values = {n_np: n_np, n_p: n_p}, texts = [];
     return {a: a, r: r, best: best, key: c[0], g: c[1]};
   });
   var x = U.withPoints(lam0, info.map(function (c) { return c.best; }).filter(function (b) { return b >= 1e-2 && b <= 1e2; }));
-  var ys = [], marks = [];
+  var ys = [], marks = [], edges = [];
   info.forEach(function (c) {
     var f = F["lr_local_error_" + c.g];
     var err = x.map(function (l) { return f.apply(null, [l, c.r].concat(c.a)); });
     var eb = isFinite(c.best) ? f.apply(null, [c.best, c.r].concat(c.a)) : null;
     ys.push(err);
     marks.push(U.marker(x, c.best, eb));
+    /* a best λ beyond the plotted range is not dropped: an arrow at the edge it lies beyond, with its value */
+    if (!(c.best >= 1e-2 && c.best <= 1e2))
+      edges.push({side: c.best > 1e2 ? 1 : -1, color: c.g === 2 ? "#d62728" : "#2ca02c",
+                  text: "best λ (" + (c.g === 2 ? "private" : "opted out") + ") = " + U.fmt(c.best)});
     values[pc[0] + "_" + c.key + "_r"] = c.r;
     values[pc[0] + "_" + c.key + "_error"] = err;
     values[pc[0] + "_" + c.key + "_best_lambda"] = c.best;
-    texts.push(c.key.replace("_", " ") + " r = " + U.fmt(c.r));
+    /* with nobody opted out the private client's r weighs nothing against: no r* to report */
+    texts.push(c.key.replace("_", " ") + (c.g === 2 && c.a[0] === 0 ? ": nobody opts out, r has no effect"
+                                                                      : " r = " + U.fmt(c.r)));
   });
   values[pc[0] + "_lam"] = x;
-  panels.push({x: x, y: ys.concat(marks), title: pc[2] + (pc[1] === null ? " (" + texts.slice(-2).join("; ") + ")" : "")});
+  panels.push({x: x, y: ys.concat(marks), edges: edges,
+               title: pc[2] + (pc[1] === null ? " (" + texts.slice(-2).join("; ") + ")" : "")});
 });
 return {panels: panels, values: values,
   readout: "One client: N = " + p.N + " (besides this client, " + n_np + " opted out), ξ² = " + p.alpha2 +
@@ -245,7 +254,7 @@ LIVE_FIGURES: dict[str, LiveFigure] = {f.name: f for f in [
                      {"label": "same without DP noise", "color": _C["gray"], "dash": [2, 3]},
                      {"label": "local training (λ = 0)", "color": _C["red"], "dash": [8, 4]},
                      {"label": "FedAvg (λ = ∞)", "color": _C["green"], "dash": [8, 4]},
-                     {"label": "λ*, E* (Thm 6.3, Cor. 6.4)", "color": _C["black"], "points": True, "size": 11}]},),
+                     {"label": "★ λ*, E* (Thm 6.3, Cor. 6.4)", "color": _C["black"], "marker": "star", "size": 11}]},),
         "E(λ) of MR-MTL with λ* marked (vertical line) and the local and FedAvg endpoints.",
         _me_error_reference),
     LiveFigure(
@@ -297,7 +306,8 @@ LIVE_FIGURES: dict[str, LiveFigure] = {f.name: f for f in [
                           {"label": "best λ (opted out)", "color": _C["green"], "points": True}]}
               for _ in range(2)),
         "One client's expected squared error per coordinate against λ when it stays private and when it "
-        "opts out, under HDP-FedAvg+Ditto (r = 1, top) and FedHDP (r*, bottom); the dots are each curve's minimum.",
+        "opts out, under HDP-FedAvg+Ditto (r = 1, top) and FedHDP (r*, bottom); the dots are each curve's minimum "
+        "(a minimum beyond the plotted λ range is named at that edge, with an arrow).",
         _fedhdp_opt_out_reference),
 ]}
 
@@ -355,7 +365,8 @@ def live_html(name: str, controls: dict[str, Any], sliders: tuple[list[dict], di
             f'value="{_num(pos)}" aria-label="{html.escape(title)}"> '
             f'<input type="number" class="fedbook-live-value" data-param="{c["name"]}" step="any" '
             f'min="{_num(c["min"])}" max="{_num(c["max"])}" value="{_num(c["value"])}" '
-            f'aria-label="{html.escape(c["label"])} value"></label>')
+            f'aria-label="{html.escape(c["label"])} value"></label>'
+            f'<span class="fedbook-live-msg" data-param="{c["name"]}" role="status" aria-live="polite"></span>')
     fixed_text = ", ".join(f"{k} = {v:g}" for k, v in fixed.items() if isinstance(v, (int, float)))
     spec = {"controls": [{k: c[k] for k in ("name", "kind", "min", "max", "value")} for c in ctls],
             "fixed": fixed, "panels": list(fig.panels)}
@@ -368,7 +379,7 @@ def live_html(name: str, controls: dict[str, Any], sliders: tuple[list[dict], di
                      for _ in fig.panels)
     note = (f"{html.escape(fig.caption)} Computed in your browser from formulas that sympy derived "
             "(JavaScript generated from fedtheory's derivations; the page source names each one's expression). "
-            "Move a slider or type a value." + (f" Fixed here: {html.escape(fixed_text)}." if fixed_text else ""))
+            "Move a slider, or type a value and press Enter." + (f" Fixed here: {html.escape(fixed_text)}." if fixed_text else ""))
     return (f'<div class="fedbook-widget fedbook-live" id="{uid}" data-live="{html.escape(name)}">'
             f'<div class="fedbook-widget-controls">{"".join(rows)}</div>'
             f'{panels}<p class="fedbook-live-readout"></p>'

@@ -511,7 +511,11 @@ def plot_rotated_masked_examples(data: "FederatedData", *, silos: Sequence[int] 
         raise ValueError(f"per_silo must be an integer >= 1 (got {per_silo!r})")
     c, h, w = data.input_shape
     rows = int(per_silo) + int(bool(show_mask))
-    fig, axes = plt.subplots(rows, len(silos), figsize=(1.55 * len(silos) + 0.6, 1.7 * rows + 0.9), squeeze=False)
+    # at most the book's column wide (COLUMN_WIDTH_IN), so that its 8-9 pt labels are drawn 11-12 px tall on the
+    # page rather than shrunk with a wider figure; square image panels
+    width = min(COLUMN_WIDTH_IN, 1.1 * len(silos) + 0.6)
+    panel = (width - 0.6) / len(silos)
+    fig, axes = plt.subplots(rows, len(silos), figsize=(width, panel * rows + 1.9), squeeze=False)
     for j, k in enumerate(silos):
         images = data.train_x[k].reshape(-1, c, h, w)
         mask = np.asarray(info["masks"][k])
@@ -738,7 +742,8 @@ def plot_fig6_lambda_profile(rows: Sequence["RunResult"], *, eps_values: "Sequen
     pos = lambda lam: math.log10(lam) if lam > 0 else zero  # noqa: E731
     ratios = sorted({float(r.config.dataset_options.get("mask_ratio", 0.0)) for r in rows})
     cmap = plt.get_cmap("viridis")
-    shade = {r: cmap(0.1 + 0.75 * i / max(1, len(ratios) - 1)) for i, r in enumerate(ratios)}
+    # viridis up to 0.6 (3:1 contrast on white); its yellow end is unreadable as a line
+    shade = {r: cmap(0.6 * i / max(1, len(ratios) - 1)) for i, r in enumerate(ratios)}
     fig, axes = plt.subplots(1, len(eps_values), figsize=(COLUMN_WIDTH_IN, 3.5), sharey=False, squeeze=False)
     for ax, eps in zip(axes[0], eps_values):
         ns = []

@@ -22,7 +22,21 @@ nothing is downloaded at run time).  Checks per page:
               :func:`fedtheory.widgets_live.compare_live` (1e-9 relative), and moving each slider must
               change the plotted data;
 ``table``     a table that spills past the text column (at a 1280 px wide window); a wide table
-              that scrolls inside its own box (overflow-x: auto) stays within the column and passes.
+              that scrolls inside its own box (overflow-x: auto) stays within the column and passes;
+``aspect``    an image drawn out of its shape: its rendered width/height differs from its natural
+              width/height by more than :data:`ASPECT_TOLERANCE` (relative), at each width of
+              :data:`LAYOUT_WIDTHS` (1,280 px and a 390 px phone);
+``page-width`` at 390 px the page is wider than the screen (something other than a scroll box inside it,
+              such as a table's own, lays out wider): the reader would scroll the whole page sideways;
+``alt``       an image without alt text, or whose alt text is a file path or a function name rather than
+              what it shows; a live plot without an accessible name (``aria-label``);
+``dark``      in dark mode (``<html data-theme="dark">``, the theme's switch) a live plot's axes and tick
+              labels have less than :data:`MIN_CONTRAST`:1 contrast against the page's background;
+``markup``    authoring syntax shown to readers (``{term}``, ``{ref}``, ``{doc}`` ... outside code cells).
+
+The live check also types an impossible value (``1e308``) into a box: the plot must keep its last valid
+value and a message must appear beside the box.  Each report also records the numbers the book's test
+prints: images in aspect per width, the page's width at 390 px, and the footer's text.
 """
 from __future__ import annotations
 
@@ -43,6 +57,12 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 #: random slider settings per live widget (each also moves every slider once)
 LIVE_TRIALS = 4
 LIVE_SEED = 20261124
+#: window widths (CSS px) at which the layout is checked: a laptop and a phone (390 px, mobile emulation)
+LAYOUT_WIDTHS = (1280, 390)
+#: an image's rendered aspect ratio may differ from its natural one by this much (relative): pixel rounding
+ASPECT_TOLERANCE = 0.02
+#: the least contrast (WCAG 2) of a live plot's axis text against the page background, light or dark
+MIN_CONTRAST = 4.5
 SKIP_DIRS = {"_static", "_sources", "_images", "_vendor", "_sphinx_design_static", ".doctrees", "jupyter_execute"}
 
 
@@ -53,6 +73,11 @@ class PageReport:
     widgets: int = 0
     live: int = 0           # live widgets on the page
     live_compared: int = 0  # random settings at which their numbers were compared with fedtheory's
+    #: per window width: images measured, images in their natural aspect, the worst ratio
+    #: (rendered aspect / natural aspect), and the page's width (CSS px)
+    layout: dict = field(default_factory=dict)
+    footer: str = ""        # the page footer's text (version and build date)
+    contrast: list = field(default_factory=list)  # per live plot: (light, dark) contrast of its axis text
 
     def add(self, kind: str, detail: str) -> None:
         self.problems.append((kind, detail))
@@ -163,6 +188,29 @@ document.querySelectorAll('table').forEach((t) => {
                     (cap ? cap.textContent.trim().slice(0, 60) : t.textContent.trim().slice(0, 60)));
   }
 });
+// authoring syntax shown to readers (outside code cells)
+const roles = /\{(term|ref|doc|numref|eq|cite|glue|download|math|prf:ref)(:[a-z]+)?\}`?/;
+const walker2 = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+out.markup = [];
+while ((node = walker2.nextNode())) {
+  const p = node.parentElement;
+  if (!p || p.closest('.cell_input, .highlight, script, style, textarea') || !visible(p)) continue;
+  const m = node.textContent.match(roles);
+  if (m) out.markup.push(node.textContent.slice(Math.max(0, m.index - 30), m.index + 40).replace(/\s+/g, ' '));
+}
+// alt text: what the image shows, not a path or a function name
+const pathlike = /(^|\/)[\w.\-]+\.(png|jpe?g|svg|gif|webp)$|^_images\/|^data:|\/|^[\w.]+\(?\)?$|figure drawn by/;
+out.alt = [];
+document.querySelectorAll('img').forEach((img) => {
+  const alt = img.getAttribute('alt');
+  if (alt === null || !alt.trim()) out.alt.push('no alt text: ' + (img.getAttribute('src') || '').slice(0, 60));
+  else if (pathlike.test(alt.trim())) out.alt.push('alt text is a path or a name: ' + alt.slice(0, 80));
+});
+document.querySelectorAll('.fedbook-live-panel').forEach((el, i) => {
+  if (!(el.getAttribute('aria-label') || '').trim()) out.alt.push('live plot ' + i + ' has no aria-label');
+});
+const foot = document.querySelector('.extra_footer, footer');
+out.footer = foot ? foot.textContent.replace(/\s+/g, ' ').trim() : '';
 out.ipywidgets = document.querySelectorAll('.jupyter-widgets, .widget-slider, .widget-hslider, ' +
                                            'script[type="application/vnd.jupyter.widget-view+json"]').length;
 return out;
@@ -255,10 +303,29 @@ try {
       const value = String(typed);
       box.value = value;
       input(box);
+      box.dispatchEvent(new Event('change', {bubbles: true}));  // Enter or leaving the box commits it
       const p = JSON.parse(w.fedbookLive.state()).params[box.dataset.param];
       if (String(p) !== String(Number(value)))
         r.problems.push(w.id + ': typed ' + value + ' into "' + box.dataset.param + '", the page used ' + p);
       r.states.push(w.fedbookLive.state());
+      // an impossible value: the plot keeps the last valid one and a message beside the box says why
+      const msg = w.querySelector('.fedbook-live-msg[data-param="' + box.dataset.param + '"]');
+      const before = w.fedbookLive.plotted();
+      for (const bad of ['1e308', 'abc']) {
+        box.value = bad;
+        input(box);
+        box.dispatchEvent(new Event('change', {bubbles: true}));
+        const kept = JSON.parse(w.fedbookLive.state()).params[box.dataset.param];
+        if (w.fedbookLive.plotted() !== before || String(kept) !== String(p))
+          r.problems.push(w.id + ': typed "' + bad + '" into "' + box.dataset.param + '", the plot changed (now ' + kept + ')');
+        if (!msg || !msg.textContent.trim() || !(msg.offsetWidth || msg.offsetHeight))
+          r.problems.push(w.id + ': typed "' + bad + '" into "' + box.dataset.param + '", no message beside the box');
+      }
+      box.value = String(p);
+      input(box);
+      box.dispatchEvent(new Event('change', {bubbles: true}));
+      if (msg && msg.textContent.trim())
+        r.problems.push(w.id + ': the message stays after a valid value: ' + msg.textContent);
     }
   }
   done(out);
@@ -266,6 +333,120 @@ try {
   done([{id: 'page', name: '', states: [], problems: ['live check failed: ' + e]}]);
 }
 """
+
+
+_LAYOUT = r"""
+const done = arguments[arguments.length - 1], tol = arguments[0], screen = arguments[1];
+const visible = (el) => !!(el.offsetWidth || el.offsetHeight || el.getClientRects().length);
+(async () => {
+  const imgs = Array.from(document.querySelectorAll('img'));
+  imgs.forEach((img) => { if (img.loading === 'lazy') img.loading = 'eager'; });
+  await Promise.all(imgs.map((img) => Promise.race([
+    (img.decode ? img.decode() : Promise.resolve()).catch(() => null),
+    new Promise((r) => setTimeout(r, 10000))])));
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const out = {measured: 0, inAspect: 0, worst: 1, bad: [], pageWidth: 0, screen: window.innerWidth, wide: []};
+  for (const img of imgs) {
+    if (!visible(img) || !img.naturalWidth || !img.naturalHeight) continue;
+    const b = img.getBoundingClientRect();
+    if (b.width < 2 || b.height < 2) continue;
+    out.measured += 1;
+    const ratio = (b.width / b.height) / (img.naturalWidth / img.naturalHeight);
+    if (Math.abs(ratio - 1) <= tol) out.inAspect += 1;
+    else out.bad.push(`${(img.getAttribute('src') || '').split('/').pop().slice(0, 40)} drawn ${Math.round(b.width)}x` +
+                      `${Math.round(b.height)} px, natural ${img.naturalWidth}x${img.naturalHeight}: aspect x${ratio.toFixed(2)}`);
+    if (Math.abs(ratio - 1) > Math.abs(out.worst - 1)) out.worst = ratio;
+  }
+  out.pageWidth = Math.max(document.documentElement.scrollWidth, document.body.scrollWidth);
+  if (out.pageWidth > screen + 1) {
+    // the deepest elements that reach past the screen outside any scroll box: what pushes the page sideways
+    const W = screen + 1;  // (a phone's layout viewport grows with a page wider than the screen)
+    const clipped = (el) => {
+      for (let a = el.parentElement; a && a !== document.body; a = a.parentElement)
+        if (['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(a).overflowX)) return true;
+      return false;
+    };
+    const past = Array.from(document.body.querySelectorAll('*')).filter((el) =>
+      visible(el) && el.getBoundingClientRect().right > W && !clipped(el));
+    const deepest = past.filter((el) => !past.some((o) => o !== el && el.contains(o)));
+    out.wide = deepest.slice(0, 5).map((el) => `<${el.tagName.toLowerCase()} class="${el.className}"> to ` +
+      `${Math.round(el.getBoundingClientRect().right)} px: ${el.textContent.trim().slice(0, 50)}`);
+  }
+  done(out);
+})().catch((e) => done({error: String(e)}));
+"""
+
+_DARK = r"""
+const done = arguments[arguments.length - 1];
+const rgb = (c) => { const e = document.createElement('span'); e.style.color = c; document.body.appendChild(e);
+  const v = getComputedStyle(e).color.match(/[\d.]+/g).slice(0, 4).map(Number); e.remove(); return v; };
+const lum = ([r, g, b]) => [r, g, b].map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+  .reduce((a, v, i) => a + v * [0.2126, 0.7152, 0.0722][i], 0);
+const contrast = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+const background = (el) => {
+  for (; el; el = el.parentElement) {
+    const c = getComputedStyle(el).backgroundColor.match(/[\d.]+/g);
+    if (c && (c.length < 4 || Number(c[3]) > 0.5)) return c.slice(0, 3).map(Number);
+  }
+  return [255, 255, 255];
+};
+(async () => {
+  const html = document.documentElement, old = html.dataset.theme, out = [];
+  const frame = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const widgets = Array.from(document.querySelectorAll('.fedbook-live')).filter((w) => w.fedbookLive);
+  const measure = () => widgets.map((w) => {
+    const c = w.fedbookLive.colors();
+    return c.axis ? contrast(rgb(c.axis), background(w)) : 0;
+  });
+  html.dataset.theme = 'light';
+  await frame();
+  const light = measure();
+  html.dataset.theme = 'dark';
+  await frame();
+  const dark = measure();
+  if (old === undefined) delete html.dataset.theme; else html.dataset.theme = old;
+  await frame();
+  done(widgets.map((w, i) => [w.id, light[i], dark[i]]));
+})().catch((e) => done([['page', 0, 'dark check failed: ' + e]]));
+"""
+
+
+def check_layout(driver, report: PageReport, url: str) -> None:
+    """The ``aspect`` and ``page-width`` checks at each of :data:`LAYOUT_WIDTHS` (the page open at 1,280 px is
+    measured as it is, then reloaded at each other width with a phone's emulated screen)."""
+    for width in LAYOUT_WIDTHS:
+        mobile = width < 600
+        if width != 1280:  # the page is open at 1,280 px (CHROMIUM_FLAGS): measured as it is
+            driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                   {"width": width, "height": 844 if mobile else 900, "deviceScaleFactor": 1,
+                                    "mobile": mobile})
+            driver.get(url)
+            _mathjax_settled(driver)
+        found = driver.execute_async_script(_LAYOUT, ASPECT_TOLERANCE, width)
+        if "error" in found:
+            report.add("aspect", f"at {width} px the layout check failed: {found['error']}")
+            continue
+        report.layout[width] = {"images": found["measured"], "in_aspect": found["inAspect"],
+                                "worst": found["worst"], "page_width": found["pageWidth"]}
+        for text in found["bad"]:
+            report.add("aspect", f"at {width} px: {text}")
+        # against the emulated screen: a page without <meta name="viewport"> lays out 980 px wide on a phone
+        if found["pageWidth"] > width + 1:
+            report.add("page-width", f"at {width} px the page lays out {found['pageWidth']} px wide: "
+                                     + "; ".join(found["wide"]))
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def check_dark(driver, report: PageReport) -> None:
+    """The ``dark`` check of the page open in ``driver``: each live plot's axis text against the background."""
+    for wid, light, dark in driver.execute_async_script(_DARK):
+        if isinstance(dark, str):
+            report.add("dark", dark)
+            continue
+        report.contrast.append((round(light, 2), round(dark, 2)))
+        for mode, c in (("light", light), ("dark", dark)):
+            if c < MIN_CONTRAST:
+                report.add("dark", f"{wid}: axis text contrast {c:.2f}:1 in {mode} mode (< {MIN_CONTRAST}:1)")
 
 
 def check_live(driver, report: PageReport, trials: int = LIVE_TRIALS, seed: int = LIVE_SEED) -> None:
@@ -313,6 +494,7 @@ def check_page(driver, url: str, name: str) -> PageReport:
             report.add("math", "MathJax did not finish typesetting within 20 s (or the page did not answer), twice")
     found = driver.execute_script(_INSPECT)
     widgets = driver.execute_async_script(_WIDGETS)
+    check_dark(driver, report)
     check_live(driver, report)
     report.widgets = widgets["count"] + report.live
     for text in found["math"]:
@@ -328,10 +510,16 @@ def check_page(driver, url: str, name: str) -> PageReport:
     if found["ipywidgets"]:
         report.add("widget", f"{found['ipywidgets']} ipywidgets element(s) drawn from saved state: frozen without "
                              "a kernel")
+    for text in found["alt"]:
+        report.add("alt", text)
+    for text in found["markup"]:
+        report.add("markup", f"authoring syntax shown: {text!r}")
+    report.footer = found["footer"]
     for entry in driver.get_log("browser"):
         # the browser asks every site for /favicon.ico on its own; a page without one is not an error
         if entry.get("level") == "SEVERE" and "/favicon.ico " not in entry.get("message", ""):
             report.add("console", entry.get("message", "")[:300])
+    check_layout(driver, report, url)
     return report
 
 
@@ -360,7 +548,10 @@ def format_reports(reports: list[PageReport]) -> str:
     for r in reports:
         status = "ok" if not r.problems else f"{len(r.problems)} problem(s)"
         live = f", {r.live} live, compared with fedtheory at {r.live_compared} settings" if r.live else ""
-        lines.append(f"{r.page}: {status}" + (f" ({r.widgets} widgets{live})" if r.widgets else ""))
+        lay = "; ".join(f"{w} px: {v['in_aspect']}/{v['images']} images in aspect, page {v['page_width']} px"
+                        for w, v in sorted(r.layout.items(), reverse=True) if v["images"] or w < 600)
+        lines.append(f"{r.page}: {status}" + (f" ({r.widgets} widgets{live})" if r.widgets else "")
+                     + (f" [{lay}]" if lay else ""))
         lines.extend(f"    [{kind}] {detail}" for kind, detail in r.problems)
     return "\n".join(lines)
 

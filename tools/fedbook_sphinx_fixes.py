@@ -1,5 +1,4 @@
-"""A small Sphinx extension (``_config.yml``: ``sphinx.local_extensions``) fixing two console errors
-that every page of the Jupyter Book 1 build raised in the browser (found by ``tools/browser_check.py``):
+"""A small Sphinx extension (``_config.yml``: ``sphinx.local_extensions``) with the book's build-level fixes:
 
 * ``Identifier 'THEBE_JS_URL' has already been declared``: sphinx-thebe's configuration script
   (``const THEBE_JS_URL = ...``) is registered twice in this stack, and a second ``const`` of the same
@@ -7,8 +6,91 @@ that every page of the Jupyter Book 1 build raised in the browser (found by ``to
 * ``Got invalid theme mode: . Resetting to auto.`` (pydata-sphinx-theme, on a reader's first visit):
   the theme reads its mode from the page context's ``default_mode``, which Jupyter Book leaves empty;
   it is set to ``light`` (the figures have white backgrounds); the reader can still switch.
+* **alt text that says what an image shows.**  A notebook's figure output has no alt text, and Sphinx
+  then writes the image's file path as its alt.  Every image without one gets its figure's caption
+  (the caption's first paragraph, without the legend: provenance and the command that redraws it); an
+  image outside a figure gets the text of the figure that the cell's output is glued into, or else a
+  description of what the cell drew (:func:`alt_for`).
+* **version and build date on every page.**  ``_config.yml``'s ``html.extra_footer`` may hold
+  ``{version}`` (the ``fedbook`` package's version, from ``pyproject.toml``) and ``{date}`` (the build's
+  UTC date; ``SOURCE_DATE_EPOCH`` when set, for reproducible builds); they are filled in here, and the
+  version is also Sphinx's ``version``/``release``.
 """
 from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+from pathlib import Path
+
+from docutils import nodes
+
+#: an alt text that names a file or a function rather than what the image shows
+PATHLIKE_ALT = re.compile(r"(^|/)[\w.\-]+\.(png|jpe?g|svg|gif|webp)$|^_images/|^data:|/|^[\w.]+\(?\)?$")
+
+
+def package_version(root: Path) -> str:
+    """The version in ``root/pyproject.toml`` (``[project] version``)."""
+    import tomllib
+
+    with open(root / "pyproject.toml", "rb") as f:
+        return str(tomllib.load(f)["project"]["version"])
+
+
+def build_date() -> str:
+    """Today's UTC date (``YYYY-MM-DD``), or ``SOURCE_DATE_EPOCH``'s when set."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    when = _dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc) if epoch else _dt.datetime.now(_dt.timezone.utc)
+    return when.strftime("%Y-%m-%d")
+
+
+def _config_inited(app, config) -> None:
+    root = Path(app.confdir)
+    while not (root / "pyproject.toml").exists() and root.parent != root:
+        root = root.parent
+    version = package_version(root)
+    config.version = config.release = version
+    options = dict(config.html_theme_options or {})
+    footer = options.get("extra_footer")
+    if footer and ("{version}" in footer or "{date}" in footer):
+        options["extra_footer"] = footer.replace("{version}", version).replace("{date}", build_date())
+        config.html_theme_options = options
+
+
+def caption_text(figure: nodes.Element) -> str:
+    """The first paragraph of ``figure``'s caption, as plain text (no legend, no "Figure 3" number)."""
+    for cap in figure.findall(nodes.caption):
+        text = " ".join(cap.astext().split())
+        return text
+    return ""
+
+
+def _meaningful(alt: str | None) -> bool:
+    return bool(alt and alt.strip()) and not PATHLIKE_ALT.search(alt.strip())
+
+
+def alt_for(image: nodes.image) -> str:
+    """The alt text of an image without one: its figure's caption, or its cell's glued figure caption,
+    or a description by position ("Output figure of a code cell")."""
+    for parent in _ancestors(image):
+        if isinstance(parent, nodes.figure):
+            text = caption_text(parent)
+            if text:
+                return text
+    return "Figure drawn by the code cell above; the text around it describes it"
+
+
+def _ancestors(node: nodes.Node):
+    node = node.parent
+    while node is not None:
+        yield node
+        node = node.parent
+
+
+def _set_alt_text(app, doctree, docname) -> None:
+    for image in doctree.findall(nodes.image):
+        if not _meaningful(image.get("alt")):
+            image["alt"] = alt_for(image)
 
 
 def _drop_duplicate_scripts(app, pagename, templatename, context, doctree) -> None:
@@ -32,6 +114,8 @@ def _page_fixes(app, pagename, templatename, context, doctree) -> None:
 
 
 def setup(app):
+    app.connect("config-inited", _config_inited)
+    app.connect("doctree-resolved", _set_alt_text)
     # html-page-context is emitted "first result": run before the theme handlers, return None
     app.connect("html-page-context", _page_fixes, priority=100)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

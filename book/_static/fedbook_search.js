@@ -1,6 +1,15 @@
-/* Accent-insensitive search: "Renyi" finds "Rényi".  Sphinx's index keeps each stemmed word with its
-   accents; when the index is set, every accented term is also filed under its folded spelling (NFD,
-   combining marks removed), so that a query typed without accents finds it. */
+/* The book's search (Sphinx's searchtools.js), adjusted for readers:
+ *
+ * - accent-insensitive: "Renyi" finds "Rényi".  Sphinx's index keeps each stemmed word with its accents;
+ *   when the index is set, every accented term is also filed under its folded spelling (NFD, combining
+ *   marks removed), so that a query typed without accents finds it.
+ * - chapters first: a word the chapters teach ("lambda", "epsilon", "crossover") matches many documented
+ *   functions too, and Sphinx scores a function-name match above a word in a chapter's text.  Results on the
+ *   API reference pages (book/api_*) are ranked after every other page; among themselves they keep
+ *   Sphinx's order.
+ * - readable snippets: the text around a hit is taken from the page's HTML, whose math is TeX source until
+ *   MathJax typesets it; each math element is replaced by plain symbols (\lambda^* -> λ*) first.
+ */
 (function () {
   "use strict";
   const fold = (s) => s.normalize("NFD").replace(/[\u0300-\u036f]/g, "");
@@ -21,13 +30,65 @@
     }
     return index;
   };
+
+  /* API pages after every other page: their scores lowered below any other page's */
+  const API_PAGE = /(^|\/)api_[^/]*$/;
+  const API_PENALTY = 1000;
+  const score = (result) => {
+    const docname = result[0] || "", s = result[4];
+    return API_PAGE.test(docname) ? s - API_PENALTY : s;
+  };
+
+  /* TeX source -> plain symbols, for search snippets (not a TeX renderer: the common commands only) */
+  const SYMBOLS = {
+    alpha: "α", beta: "β", gamma: "γ", Gamma: "Γ", delta: "δ", Delta: "Δ", epsilon: "ε", varepsilon: "ε",
+    zeta: "ζ", eta: "η", theta: "θ", Theta: "Θ", kappa: "κ", lambda: "λ", Lambda: "Λ", mu: "μ", nu: "ν",
+    xi: "ξ", Xi: "Ξ", pi: "π", rho: "ρ", sigma: "σ", Sigma: "Σ", tau: "τ", phi: "φ", varphi: "φ", Phi: "Φ",
+    chi: "χ", psi: "ψ", omega: "ω", Omega: "Ω", sum: "Σ", prod: "Π", infty: "∞", le: "≤", leq: "≤", ge: "≥",
+    geq: "≥", ne: "≠", neq: "≠", approx: "≈", sim: "~", cdot: "·", times: "×", pm: "±", in: "∈", to: "→",
+    rightarrow: "→", leftarrow: "←", mid: "|", ldots: "…", cdots: "…", dots: "…", sqrt: "√", partial: "∂",
+    nabla: "∇", mathbb: "", mathcal: "", mathrm: "", mathbf: "", boldsymbol: "", operatorname: "", text: "",
+    textrm: "", mathit: "", left: "", right: "", big: "", Big: "", bigg: "", Bigg: "", displaystyle: "",
+    quad: " ", qquad: " ", ",": " ", ";": " ", "!": "", lVert: "‖", rVert: "‖", Vert: "‖", lvert: "|",
+    rvert: "|", langle: "⟨", rangle: "⟩", star: "*", ast: "*", top: "ᵀ", log: "log", exp: "exp", min: "min",
+    max: "max", arg: "arg", argmin: "argmin", Pr: "Pr", E: "E", Var: "Var", tfrac: "", dfrac: "", frac: "",
+    hat: "", bar: "", tilde: "", widehat: "", overline: "", underline: "", "{": "{", "}": "}", "%": "%",
+  };
+  const SUPER = {"2": "²", "3": "³", "*": "*", "-1": "⁻¹", T: "ᵀ", "\\top": "ᵀ", "\\ast": "*", "\\star": "*"};
+  const texToPlain = (tex) => {
+    let s = tex.trim().replace(/^\\\(|\\\)$|^\\\[|\\\]$|^\$\$?|\$\$?$/g, "");
+    s = s.replace(/\\begin\{[^}]*\}|\\end\{[^}]*\}|&|\\\\/g, " ");
+    // \frac{a}{b} -> (a)/(b) for one level of braces
+    s = s.replace(/\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}/g, "($1)/($2)");
+    s = s.replace(/\^\{([^{}]*)\}|\^(\\?[A-Za-z0-9*]|-1)/g, (m, a, b) => {
+      const e = (a !== undefined ? a : b).trim();
+      return SUPER[e] !== undefined ? SUPER[e] : "^" + e;
+    });
+    s = s.replace(/\\([A-Za-z]+|[,;!{}%])/g, (m, name) => (SYMBOLS[name] !== undefined ? SYMBOLS[name] : name));
+    s = s.replace(/[{}]/g, "").replace(/\(([^()\s]{1,3})\)\/\(([^()\s]{1,3})\)/g, "$1/$2");
+    return s.replace(/\s+/g, " ").trim();
+  };
+
+  const plainHtmlToText = (htmlString, anchor) => {
+    const doc = new DOMParser().parseFromString(htmlString, "text/html");
+    for (const q of [".headerlink", "script", "style"]) doc.querySelectorAll(q).forEach((el) => el.remove());
+    doc.querySelectorAll(".math, span.math, div.math").forEach((el) => {
+      el.textContent = " " + texToPlain(el.textContent) + " ";
+    });
+    const main = (anchor && doc.querySelector(`[role="main"] ${anchor}`)) || doc.querySelector('[role="main"]');
+    return main ? main.textContent.replace(/\s+/g, " ") : "";
+  };
+
   const install = () => {
     if (typeof Search === "undefined" || Search.__fedbookFold) return;
     Search.__fedbookFold = true;
     const setIndex = Search.setIndex;
     Search.setIndex = (index) => setIndex(foldIndex(index));
     if (Search._index) foldIndex(Search._index);  // the index arrived before this script
+    Search.htmlToText = plainHtmlToText;
+    if (typeof Scorer !== "undefined") Scorer.score = score;
   };
+  window.fedbookTexToPlain = texToPlain;  // for the browser test
   install();  // searchtools.js loaded first
   document.addEventListener("DOMContentLoaded", install);  // or later in the page
 })();

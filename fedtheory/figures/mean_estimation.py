@@ -224,9 +224,12 @@ def plot_heterogeneous(sigma_loc2: Sequence[float], tau: float, result: MonteCar
     curves = mse_heterogeneous(grid, s, tau**2) / best
     labels = list(labels) if labels is not None else [f"silo {k}" for k in range(K)]
     cmap = plt.get_cmap("viridis")
-    fig, ax = plt.subplots(figsize=(10, 4.8), constrained_layout=True)
+    # drawn at the book's column width (6.8 in) so that its 8-9 pt text stays 11-12 px tall on the page; the
+    # legend goes under the axes instead of beside them
+    fig, ax = plt.subplots(figsize=(6.8, 4.6 + 0.18 * ((K + 1) // 2)), constrained_layout=True)
     for k in range(K):
-        color = cmap(k / max(K - 1, 1))
+        # viridis from 0 to 0.6 only: its light end (yellow, 1.3:1 on white) is unreadable as a line
+        color = cmap(0.6 * k / max(K - 1, 1))
         ax.plot(grid, curves[:, k], color=color, label=f"{labels[k]}: λ*_k = {lam_star[k]:.3g}"
                 + (" < 0 → FedAvg" if lam_star[k] < 0 else ""))
         xk = admissible[k] if np.isfinite(admissible[k]) else hi
@@ -242,5 +245,5 @@ def plot_heterogeneous(sigma_loc2: Sequence[float], tau: float, result: MonteCar
            title=f"Heterogeneous silos (App. E.5), K = {K}, τ = {tau:g}\n★ = λ*_k (Theorem E.5)"
                  + ("; points: Monte Carlo ±2 SE" if result is not None else ""))
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     return fig

@@ -70,10 +70,40 @@ def test_widget_chapters_weigh_at_most_half_of_inline_frames(reports, chapter):
     assert size <= HTML_BYTES_WITH_INLINE_FRAMES[chapter] / 2, f"{chapter}.html: {size:,} bytes"
 
 
-@pytest.mark.parametrize("kind", ["console", "math", "raw-tex", "image", "table"])
+@pytest.mark.parametrize("kind", ["console", "math", "raw-tex", "image", "table", "aspect", "page-width", "alt",
+                                  "dark", "markup"])
 def test_no_page_has_problems_of_kind(reports, kind):
     problems = [f"{r.page}: {d}" for r in reports for k, d in r.problems if k == kind]
     assert not problems, f"{len(problems)} {kind} problem(s):\n" + "\n".join(problems)
+
+
+def test_every_image_keeps_its_shape_at_both_widths(reports):
+    # at 1,280 px and at a 390 px phone every image's drawn aspect is its natural one (within 2 %), and the
+    # chapters' figures were measured at both widths
+    for width in browser_check.LAYOUT_WIDTHS:
+        measured = sum(r.layout.get(width, {}).get("images", 0) for r in reports)
+        kept = sum(r.layout.get(width, {}).get("in_aspect", 0) for r in reports)
+        worst = min((r.layout[width]["worst"] for r in reports if r.layout.get(width, {}).get("images")),
+                    key=lambda v: -abs(v - 1))
+        print(f"{width} px: {kept} of {measured} images in aspect (worst ratio {worst:.3f})")
+        assert measured >= 32 and kept == measured, (width, kept, measured)
+
+
+def test_no_page_is_wider_than_a_phone(reports):
+    widths = sorted(((r.layout.get(390, {}).get("page_width", 0), r.page) for r in reports), reverse=True)
+    print("widest pages at 390 px:", widths[:5])
+    assert all(r.layout.get(390) for r in reports)
+    assert widths[0][0] <= 390, widths[:5]
+
+
+def test_every_page_shows_the_version_and_build_date(reports):
+    import re
+    import tomllib
+
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    pattern = re.compile(rf"fedbook {re.escape(version)}, built \d{{4}}-\d{{2}}-\d{{2}}")
+    missing = [r.page for r in reports if r.page.startswith("book/") and not pattern.search(r.footer)]
+    assert not missing, missing
 
 
 def _search_hits(driver, base: str, query: str) -> list[str]:
@@ -107,3 +137,53 @@ def test_search_finds_accented_words_typed_without_accents():
         server.shutdown()
     assert any("privacy_primer" in h for h in accented), accented
     assert set(plain) >= set(accented) and plain, (plain, accented)
+
+
+#: words the chapters teach (a chapter must be the first hit)
+TAUGHT = ("lambda", "epsilon", "crossover")
+
+
+def _search_snippets(driver) -> list[str]:
+    import time
+
+    deadline = time.time() + 20
+    texts: list[str] = []
+    while time.time() < deadline:  # summaries are fetched page by page after the list appears
+        texts = driver.execute_script(
+            "return Array.from(document.querySelectorAll('#search-results p.context')).map(p => p.textContent);")
+        if len(texts) >= 5:
+            break
+        time.sleep(0.3)
+    return texts
+
+
+def test_search_ranks_chapters_first_and_shows_no_tex():
+    """For words the chapters teach, a chapter is the first hit and every API page comes after every other
+    page (book/_static/fedbook_search.js); the snippets under the hits show no TeX source."""
+    import re
+
+    root = (REPO / BOOK).resolve()
+    chapters = {f"book/{p.stem}.html" for p in (REPO / "book").glob("*.ipynb")}
+    server, base = browser_check.serve(root)
+    driver = browser_check.start_browser()
+    ranks, snippets = {}, {}
+    try:
+        for query in TAUGHT:
+            hits = [h.split("#")[0].split("?")[0] for h in _search_hits(driver, base, query)]
+            snippets[query] = _search_snippets(driver)
+            first_chapter = next(i for i, h in enumerate(hits) if h in chapters)
+            api = [i for i, h in enumerate(hits) if "/api_" in h]
+            other = [i for i, h in enumerate(hits) if "/api_" not in h]
+            assert not api or not other or min(api) > max(other), (query, hits)
+            ranks[query] = (hits[0], first_chapter + 1, (api[0] + 1) if api else None, len(hits))
+    finally:
+        driver.quit()
+        server.shutdown()
+    print("search: query -> (first hit, rank of the first chapter, rank of the first API page, hits):", ranks)
+    for query, (first, rank, api_rank, n) in ranks.items():
+        assert rank == 1, (query, ranks[query])
+    tex = re.compile(r"\\[A-Za-z]+|\\\(|\\\[|\$")
+    for query, texts in snippets.items():
+        assert texts, query
+        bad = [t for t in texts if tex.search(t)]
+        assert not bad, (query, bad[:2])

@@ -1,6 +1,7 @@
 """Test the browser test: ``tools/browser_check.py`` must pass a clean planted page and fail on each
 planted problem (untypeset formula, raw TeX, frozen widget, broken image, console error, wide table,
-a live widget whose formula differs from fedtheory's).
+a live widget whose formula differs from fedtheory's, a squashed image, a page wider than a phone, alt text
+that is a path, a live plot unreadable in dark mode, a typed value with no message, authoring syntax).
 
 The pages are tiny HTML files written to a temporary folder, with the vendored MathJax (``_vendor/``,
 written by ``make venv``) where a page typesets math; one Chromium session checks all of them.
@@ -26,14 +27,25 @@ UPLOT = REPO / "_vendor" / "uplot"
 LIVE_JS = REPO / "book" / "_static" / "fedbook_live.js"
 
 
-def _page(body: str, mathjax: bool = True, live: bool = False) -> str:
-    head = ('<script>window.MathJax = {tex: {inlineMath: [["\\\\(", "\\\\)"]]}};</script>'
+#: the theme's page background in dark mode (pydata-sphinx-theme), for the planted live pages
+DARK_CSS = "<style>html[data-theme=dark] body {background: #121212}</style>"
+
+
+def _page(body: str, mathjax: bool = True, live: bool = False, head: str = "") -> str:
+    head += ('<script>window.MathJax = {tex: {inlineMath: [["\\\\(", "\\\\)"]]}};</script>'
             '<script defer src="_vendor/mathjax/tex-mml-chtml.js"></script>') if mathjax else ""
     if live:
-        head += ('<link rel="stylesheet" href="_vendor/uplot/uPlot.min.css">'
+        head += DARK_CSS + ('<link rel="stylesheet" href="_vendor/uplot/uPlot.min.css">'
                  '<script src="_vendor/uplot/uPlot.iife.min.js"></script><script src="fedbook_live.js"></script>')
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>planted</title>{head}</head>"
-            f"<body><main><article class='bd-article' style='width:700px'>{body}</article></main></body></html>")
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>planted</title>"
+            f"<meta name='viewport' content='width=device-width, initial-scale=1'>{head}</head>"
+            f"<body><main><article class='bd-article' style='max-width:700px'>{body}</article></main></body></html>")
+
+
+def _png(path: Path, w: int, h: int) -> None:
+    fig = plt.figure(figsize=(w / 100, h / 100), dpi=100)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def _moving(a: float):
@@ -94,6 +106,22 @@ PAGES = {
     # E(λ) with K + 1 for K in its denominator: off by a few per cent
     "live_wrong_formula.html": lambda: _page(_live_html(("/(K*Math.pow(lam + 1, 2))", "/((K + 1)*Math.pow(lam + 1, 2))")),
                                              mathjax=False, live=True),
+    # a square image with an inline height that overrides its shape (what retina outputs carried)
+    "squashed.html": lambda: _page("<img src='square.png' alt='a square' style='width:300px;height:120px'>"),
+    # the same image with its height following its width
+    "in_aspect.html": lambda: _page("<img src='square.png' alt='a square' style='max-width:100%;height:auto'>"),
+    # a long command that cannot break: the page is wider than a phone
+    "wide_page.html": lambda: _page("<p><code style='white-space:nowrap'>fedtrain sweep --preset paper --pack results "
+                                    "--datasets school,vehicle,gleam,adni --eps 0.5,1,2,4,8 --lam 0,0.1,1,10</code></p>"),
+    "alt_path.html": lambda: _page("<img src='square.png' alt='_images/abc123.png'>"
+                                   "<img src='square.png' alt='fedtheory.figures.secagg.plot_widget'>"),
+    "markup.html": lambda: _page("<p>Chapters link here with <code>{term}</code> references.</p>"),
+    # axes drawn in the theme's text colour, here near-black: unreadable on the dark background
+    "live_dark.html": lambda: _page(_live_html(), mathjax=False, live=True,
+                                    head="<style>html[data-theme=dark] {--pst-color-text-base: #202020}</style>"),
+    # no place to say why a typed value is not used
+    "live_no_message.html": lambda: _page(_live_html(("class=\"fedbook-live-msg\"", "class=\"gone\"")),
+                                          mathjax=False, live=True),
     # τ ignored (the notebook's default used instead): moving τ changes nothing
     "live_stuck.html": lambda: _page(_live_html(("var t2 = p.tau * p.tau;", "var t2 = 0.0064;")),
                                      mathjax=False, live=True),
@@ -108,6 +136,7 @@ def reports(tmp_path_factory):
     shutil.copytree(MATHJAX, root / "_vendor" / "mathjax")
     shutil.copytree(UPLOT, root / "_vendor" / "uplot")
     shutil.copy(LIVE_JS, root / "fedbook_live.js")
+    _png(root / "square.png", 200, 200)
     for name, make in PAGES.items():
         (root / name).write_text(make(), encoding="utf-8")
     found = browser_check.check_book(root, pages=list(PAGES))
@@ -148,7 +177,7 @@ def test_console_error_fails(reports):
 
 
 def test_wide_table_fails(reports):
-    assert kinds(reports["wide_table.html"]) == {"table"}
+    assert kinds(reports["wide_table.html"]) == {"table", "page-width"}  # and it pushes a phone's page sideways
 
 
 def test_wide_table_in_its_own_scroll_box_passes(reports):
@@ -175,3 +204,49 @@ def test_live_widget_that_ignores_a_slider_fails(reports):
     r = reports["live_stuck.html"]
     assert kinds(r) == {"live"}
     assert any('moving "tau" does not change the plotted data' in d for _, d in r.problems)
+
+
+def test_squashed_image_fails_at_both_widths(reports):
+    r = reports["squashed.html"]
+    assert kinds(r) == {"aspect"}
+    assert r.layout[1280]["in_aspect"] == 0 and r.layout[390]["in_aspect"] == 0
+    assert abs(r.layout[1280]["worst"] - 2.5) < 0.05  # 300/120 drawn for a 1:1 image
+
+
+def test_image_that_keeps_its_shape_passes(reports):
+    r = reports["in_aspect.html"]
+    assert r.problems == []
+    assert r.layout[1280] == {"images": 1, "in_aspect": 1, "worst": 1, "page_width": 1280}
+    assert r.layout[390]["in_aspect"] == 1 and r.layout[390]["page_width"] == 390
+
+
+def test_page_wider_than_a_phone_fails(reports):
+    r = reports["wide_page.html"]
+    assert kinds(r) == {"page-width"}
+    assert r.layout[390]["page_width"] > 390 and "<code" in r.problems[0][1]
+
+
+def test_alt_text_that_is_a_path_or_a_function_name_fails(reports):
+    r = reports["alt_path.html"]
+    assert kinds(r) == {"alt"} and len(r.problems) == 2
+
+
+def test_authoring_syntax_shown_to_readers_fails(reports):
+    assert kinds(reports["markup.html"]) == {"markup"}
+
+
+def test_live_plot_unreadable_in_dark_mode_fails(reports):
+    r = reports["live_dark.html"]
+    assert kinds(r) == {"dark"}
+    assert all(light >= browser_check.MIN_CONTRAST for light, _ in r.contrast)
+
+
+def test_live_plot_follows_the_theme(reports):
+    r = reports["live_good.html"]
+    assert r.contrast and all(min(pair) >= browser_check.MIN_CONTRAST for pair in r.contrast), r.contrast
+
+
+def test_typed_value_without_a_message_fails(reports):
+    r = reports["live_no_message.html"]
+    assert kinds(r) == {"live"}
+    assert any("no message beside the box" in d for _, d in r.problems)
