@@ -6,7 +6,13 @@ record of a silo runs on the cross-silo engine (:class:`~fedtrain.config.RunConf
 (FedHDP and its baselines) on the client-level trainer (:class:`~fedtrain.fedhdp.config.FedHDPConfig`,
 :mod:`fedtrain.fedhdp.cli`).  A flag that does not apply to the chosen method is an error naming the flag and the
 methods it applies to (``--ratio`` with ``dp-fedavg``, ``--eps`` with ``fedhdp``, ``--num-clusters`` with
-``fedavg``).
+``fedavg``, ``--lam`` with ``local``, ``--noise-multiplier`` with ``nonprivate``).
+
+Errors are at most three lines on stderr, the error first (``fedtrain run: error: argument --eps: ...``), then
+where the flags are listed; no usage block (:class:`ErrorParser`, the class of every subcommand's parser, those
+added with :func:`register_command` included; :func:`fail`).  Numbers are read as the field declares
+(:mod:`fedtrain.params`): a number beyond the largest float (``--eps 1e309``) is an error, never read as
+``inf``; only the word ``inf`` means infinity.  An empty item of a list (``--eps 1,,2``) is an error.
 
 Examples::
 
@@ -55,7 +61,7 @@ import json
 import math
 import re
 import sys
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 from fedtrain import advise
 from fedtrain.config import RunConfig
@@ -74,7 +80,7 @@ from fedtrain.executors import SweepTaskError
 from fedtrain.ledger import LedgerMismatchError, PrivacyGuaranteeError
 from fedtrain.sweep import expand_grid, load_config_data, repeat_configs, run_sweep, summarize
 
-__all__ = ["main", "build_parser", "configs_from_args", "register_command", "LAMBDA_METHODS"]
+__all__ = ["main", "build_parser", "configs_from_args", "register_command", "fail", "ErrorParser", "LAMBDA_METHODS"]
 
 from fedtrain.ledger import ADJACENCY  # noqa: E402  (the notion every result is certified for)
 #: Fields with flags of their own (the data group) rather than generated ones.
@@ -88,6 +94,54 @@ REPEATS = Param(kind="int", low=1, high=10_000, default_note="1 (one run per see
                      "trains with seed t0+1000r (s0: the -D split seed, t0: --seed; both default 0)")
 
 
+#: ``--chunk-size``, ``--num-cpus``, ``--retries``, ``--connect-timeout`` of ``sweep``: checked as the fields are.
+_EXEC_PARAMS = {
+    "chunk_size": Param(kind="int", low=1, high=1_000_000, help="chunk size"),
+    "num_cpus": Param(kind="int", low=1, high=100_000, help="CPUs"),
+    "retries": Param(kind="int", low=0, high=1_000, help="retries"),
+    "connect_timeout": Param(kind="float", low=0.0, low_open=True, help="seconds"),
+}
+
+
+def _short_lines(message: str, limit: int = 3) -> list[str]:
+    """``message`` in at most ``limit`` lines: indented continuation lines (a list of paths, say) joined to the
+    line they continue, then whatever is left past the limit joined to the last line."""
+    lines: list[str] = []
+    for line in str(message).splitlines():
+        if not line.strip():
+            continue
+        if lines and line[:1].isspace():
+            lines[-1] += (" " if lines[-1].endswith(":") else ", ") + line.strip()
+        else:
+            lines.append(line.strip())
+    if len(lines) > limit:
+        lines = lines[:limit - 1] + [" ".join(lines[limit - 1:])]
+    return lines or ["(no message)"]
+
+
+def fail(prog: str, message: Any, status: int = 2, *, hint: str | None = None) -> "NoReturn":
+    """Print ``prog: error: message`` (at most 3 lines, the error first, no usage block) and exit with ``status``.
+
+    ``hint``: a last line (e.g. where the flags are listed) when the message leaves room for it."""
+    lines = _short_lines(str(message), 2 if hint else 3)
+    lines[0] = f"{prog}: error: {lines[0]}"
+    if hint:
+        lines.append(hint)
+    sys.stderr.write("\n".join(lines) + "\n")
+    sys.stderr.flush()
+    raise SystemExit(status)
+
+
+class ErrorParser(argparse.ArgumentParser):
+    """An argument parser whose errors are short: the error first, then where the flags are listed; no usage block.
+
+    ``add_subparsers`` makes every subcommand's parser of this class too (argparse's default ``parser_class`` is the
+    parent's class), so the subcommands added with :func:`register_command` report the same way."""
+
+    def error(self, message: str) -> "NoReturn":  # type: ignore[override]
+        fail(self.prog, message, 2, hint=f"({self.prog} --help lists the arguments and their valid values)")
+
+
 def _configure_advise(p: argparse.ArgumentParser) -> None:
     advise.configure_advise_parser(p, _common)
 
@@ -96,7 +150,7 @@ def _run_advise(args: argparse.Namespace) -> int:
     try:
         return advise.run_advise(args, configs_from_args, sys.stdout)
     except (ValueError, DatasetNotFoundError, DatasetCorruptError) as exc:
-        raise SystemExit(f"fedtrain: error: {exc}") from None
+        fail("fedtrain advise", exc)
 
 
 #: Subcommands besides ``run``, ``sweep`` and ``datasets``: name -> (help, configure(parser), handler(args) -> exit
@@ -113,7 +167,9 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Calla
 def register_command(name: str, help: str, configure: Callable[[argparse.ArgumentParser], None],
                      handler: Callable[[argparse.Namespace], int]) -> None:
     """Add a ``fedtrain <name>`` subcommand: ``configure(parser)`` adds its arguments, ``handler(args)`` runs
-    it and returns the exit status."""
+    it and returns the exit status.  The parser is an :class:`ErrorParser` (its argument errors are short); a
+    ``ValueError`` or a missing file raised by ``handler`` is reported as ``fedtrain <name>: error: ...`` in at most
+    three lines (:func:`fail`)."""
     if name in ("run", "sweep", "datasets"):
         raise ValueError(f"subcommand {name!r} is built in")
     _COMMANDS[name] = (help, configure, handler)
@@ -123,10 +179,23 @@ def _option(text: str) -> tuple[str, Any]:
     if "=" not in text:
         raise argparse.ArgumentTypeError(f"--dataset-option needs KEY=VALUE (got {text!r})")
     key, value = text.split("=", 1)
+
+    def finite(number: str) -> float:
+        v = float(number)
+        if not math.isfinite(v):  # "1e400" would be read as inf
+            raise argparse.ArgumentTypeError(f"{key.strip()}={value}: {number} is beyond the largest "
+                                             f"float {sys.float_info.max:.4g}")
+        return v
+
+    def constant(word: str) -> Any:
+        raise argparse.ArgumentTypeError(f"{key.strip()}={value}: {word} is not a valid option value")
+
     try:
-        parsed = json.loads(value)
+        parsed = json.loads(value, parse_float=finite, parse_constant=constant)
     except json.JSONDecodeError:
         parsed = value
+    if isinstance(parsed, int) and not isinstance(parsed, bool) and abs(parsed) >= 2**53:
+        raise argparse.ArgumentTypeError(f"{key.strip()}={value}: integers must be below 2^53")
     return key.strip(), parsed
 
 
@@ -174,8 +243,17 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     g.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
 
 
+def _exec_type(name: str) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            return _EXEC_PARAMS[name].parse(name, text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fedtrain", description="Private, personalized cross-silo training "
+    p = ErrorParser(prog="fedtrain", description="Private, personalized cross-silo training "
                                 "(silo-specific sample-level DP-SGD).",
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog=__doc__.split("Examples::")[1].split("Every field")[0])
@@ -190,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw = sub.add_parser("sweep", help="grid over any fields (comma-separated lists) and seeds (resumable)")
     _common(sw, sweep=True)
     sw.add_argument("--dry-run", action="store_true", help="validate the grid and print its size; train nothing")
-    sw.add_argument("--chunk-size", type=int, default=32, help="runs trained (and stored) together: one run_many "
+    sw.add_argument("--chunk-size", type=_exec_type("chunk_size"), default=32, help="runs trained (and stored) together: one run_many "
                     "call, one Ray task with --executor ray")
     g = sw.add_argument_group("execution (fedtrain.executors; only this process writes --results)")
     g.add_argument("--executor", choices=("local", "ray"), default="local",
@@ -198,11 +276,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--address", default=None, help="ray: an existing cluster (auto, its GCS address host:6379, or "
                    "ray://host:10001 through Ray Client, part of fedbook[ray]); default: start a local Ray for this "
                    "sweep")
-    g.add_argument("--connect-timeout", type=float, default=None, metavar="SECONDS",
+    g.add_argument("--connect-timeout", type=_exec_type("connect_timeout"), default=None, metavar="SECONDS",
                    help="ray: seconds to wait for the cluster at --address before giving up with a message "
                         "(default 20)")
-    g.add_argument("--num-cpus", type=int, default=None, help="ray: CPUs of the local Ray (default: all)")
-    g.add_argument("--retries", type=int, default=2, help="ray: re-runs of a failing batch before it is reported "
+    g.add_argument("--num-cpus", type=_exec_type("num_cpus"), default=None, help="ray: CPUs of the local Ray (default: all)")
+    g.add_argument("--retries", type=_exec_type("retries"), default=2, help="ray: re-runs of a failing batch before it is reported "
                    "(default 2)")
     sub.add_parser("datasets", help="list the dataset names")
     sw.description = ("Sweep a grid of the methods whose privacy unit is a record of a silo (" + ", ".join(RECORD_METHODS)
@@ -247,6 +325,10 @@ def _check_one_unit(methods: list[str]) -> str:
     return units.pop()
 
 
+#: Flags of the client-level methods that mean something only where a group of clients is private.
+_PRIVATE_GROUP_ONLY = ("noise_multiplier", "count_noise_per_client", "lam_private", "delta", "accountant")
+
+
 def client_configs_from_args(args: argparse.Namespace) -> list[FedHDPConfig]:
     """The validated configurations (one per seed) of a ``run`` command line naming a method whose privacy unit is a
     client.  A flag of the record-level methods only, or an option of another method, is a ``ValueError`` naming
@@ -262,6 +344,11 @@ def client_configs_from_args(args: argparse.Namespace) -> list[FedHDPConfig]:
         if value is None:
             continue
         flag = "--" + name.replace("_", "-")
+        groups = METHOD_REGISTRY[method].groups
+        if name in _PRIVATE_GROUP_ONLY and "private" not in groups:
+            raise ValueError(f"{flag} applies to the methods with a private group "
+                             f"({', '.join(m for m in CLIENT_METHODS if 'private' in METHOD_REGISTRY[m].groups)}), "
+                             f"not to {method!r} (no private client, no noise)")
         if name in client:
             fields[name] = value
         elif name in options and method in options[name][2]:
@@ -279,6 +366,8 @@ def client_configs_from_args(args: argparse.Namespace) -> list[FedHDPConfig]:
 def configs_from_args(args: argparse.Namespace) -> list[RunConfig]:
     """The validated grid a ``run``/``sweep`` command line describes (seeds vary fastest), for methods whose privacy
     unit is a record of a silo (:func:`client_configs_from_args`: a client)."""
+    if getattr(args, "dataset", None) is None:
+        raise ValueError("--dataset is required (fedtrain datasets lists the names)")
     if getattr(args, "method", None) is None:
         raise ValueError("--method is required (one of " + ", ".join(METHOD_REGISTRY) + ")")
     as_list = lambda v: v if isinstance(v, list) else [v]  # noqa: E731
@@ -296,6 +385,9 @@ def configs_from_args(args: argparse.Namespace) -> list[RunConfig]:
         if value is not None:
             given[name] = _distinct(name, as_list(value))
     options = option_params()
+    if "lam" in given and not set(LAMBDA_METHODS) & set(methods):
+        raise ValueError(f"--lam applies to the methods with a lambda ({', '.join(LAMBDA_METHODS)}), not to "
+                         f"{', '.join(methods)}; drop --lam")
     for name in given:
         if name in options and not set(options[name][2]) & set(methods):
             raise ValueError(f"--{name.replace('_', '-')} is an option of {', '.join(options[name][2])}, "
@@ -425,9 +517,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = _join_negative_values(argv)
     bare = _bare_seed_count(argv)
     if bare is not None:
-        parser.error(f"--seeds {bare} is a list of one seed, not a count: write --seed {bare} to run that one seed, "
-                     f"--seeds 0,1,... for a seed list on one split, or --repeats {bare} for {bare} repeats that "
-                     "re-split the data (the paper's protocol)")
+        repeats = (f", or --repeats {int(bare)} for {int(bare)} repeats that re-split the data (the paper's protocol)"
+                   if REPEATS.low <= int(bare) <= REPEATS.high else "")
+        fail("fedtrain", f"--seeds {bare} is a list of one seed, not a count: write --seed {bare} to run that one "
+                         f"seed, --seeds 0,1,... for a seed list on one split{repeats}")
     args = parser.parse_args(argv)
     out = sys.stdout
     if args.command == "datasets":
@@ -436,7 +529,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{name}\t{DATASET_DESCRIPTIONS.get(name, fallback)}", file=out)
         return 0
     if args.command in _COMMANDS:
-        return int(_COMMANDS[args.command][2](args))
+        try:
+            return int(_COMMANDS[args.command][2](args))
+        except (ValueError, DatasetNotFoundError, DatasetCorruptError, FileNotFoundError) as exc:
+            fail(f"fedtrain {args.command}", exc)
     if args.command == "sweep" and (args.preset is not None or args.pack is not None or args.only is not None):
         return _preset(parser, args, argv, out)
     if args.command == "sweep" and args.dataset is None:
@@ -448,7 +544,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             store = ResultsStore(args.results) if args.results is not None else None
             return fedhdp_cli.run_configs(client_configs_from_args(args), args.data_dir, args.json, out, store)
         except (ValueError, DatasetNotFoundError, DatasetCorruptError, FileNotFoundError) as exc:
-            parser.exit(2, f"fedtrain: error: {exc}\n")
+            fail("fedtrain", exc, 2)
     store = None
     configs: list[RunConfig] = []
     try:
@@ -476,11 +572,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = run_sweep(configs, store=store, data_dir=args.data_dir, progress=args.progress,
                          chunk_size=getattr(args, "chunk_size", 32), executor=executor, executor_options=options)
     except (ValueError, ImportError, DatasetNotFoundError, DatasetCorruptError) as exc:
-        parser.exit(2, f"fedtrain: error: {exc}\n")
+        fail("fedtrain", exc, 2)
     except (SweepTaskError, LedgerMismatchError, PrivacyGuaranteeError) as exc:
-        parser.exit(1, f"fedtrain: error: {exc}\n")
+        fail("fedtrain", exc, 1)
     except OSError as exc:  # the file system refused something outside the store (which names its own files)
-        parser.exit(1, f"fedtrain: error: {exc}\n")
+        fail("fedtrain", exc, 1)
     except KeyboardInterrupt:
         if store is not None:
             stored = store.config_keys()
@@ -530,9 +626,9 @@ def _preset(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Seq
                              command=command, progress=args.progress, chunk_size=max(int(args.chunk_size), 1),
                              dry_run=args.dry_run, executor=args.executor, executor_options=options or None)
     except (ValueError, ImportError) as exc:
-        parser.exit(2, f"fedtrain: error: {exc}\n")
+        fail("fedtrain", exc, 2)
     except (SweepTaskError, LedgerMismatchError, PrivacyGuaranteeError) as exc:
-        parser.exit(1, f"fedtrain: error: {exc}\n")
+        fail("fedtrain", exc, 1)
     except KeyboardInterrupt:
         print(f"fedtrain: interrupted; finished runs are saved in {args.results or WORK_DIR}; run the same command "
               "again to resume", file=sys.stderr)

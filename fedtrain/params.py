@@ -19,6 +19,8 @@ import argparse
 import dataclasses
 import math
 import numbers
+import re
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
@@ -26,6 +28,13 @@ from fedtheory.validation import MAX_EXACT_INT
 
 __all__ = ["Param", "param", "params_of", "describe_fields", "add_flag", "cli_param", "flag_name",
            "parse_list", "validate_fields"]
+
+
+#: The words that mean infinity as text (``float()`` accepts them, any case, with a sign): only these may mean
+#: inf (e.g. ``--eps inf``, the non-private baseline); a number that overflows a float is an error.
+_INF_WORDS = ("inf", "infinity")
+_NONZERO_DIGIT = re.compile(r"[1-9]")
+_TINY = 5e-324
 
 
 def _num(v: float) -> str:
@@ -91,6 +100,19 @@ class Param:
     def error(self, name: str, value: Any) -> ValueError:
         return ValueError(f"{name} must be {self.range_text()} (got {value!r})")
 
+    def _overflow(self, name: str, value: Any) -> ValueError:
+        """A number beyond the largest float: an error, never read as inf (which may mean "no noise")."""
+        if isinstance(value, str):
+            text = value
+        elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            text = f"an integer of {len(str(abs(int(value))))} digits" if value.bit_length() < 14_000 else \
+                f"an integer of {value.bit_length()} bits"
+        else:
+            text = repr(value)[:40]
+        inf = "; write inf for infinity" if self.allow_inf else ""
+        return ValueError(f"{name} must be {self.range_text()} (got {text if not isinstance(value, str) else repr(text)}, beyond the largest float "
+                          f"{sys.float_info.max:.4g}{inf})")
+
     # ----------------------------------------------------------------------------------- checks
     def check(self, name: str, value: Any) -> Any:
         """Validate and normalize ``value`` (float, int, tuple of floats, ...); raise the generated error."""
@@ -150,12 +172,19 @@ class Param:
             v = float(value.strip()) if isinstance(value, str) else float(value)
         except (TypeError, ValueError):
             raise self.error(name, value) from None
+        except OverflowError:  # an int or Fraction beyond the largest float (1.8e308)
+            raise self._overflow(name, value) from None
         if math.isnan(v):
             raise self.error(name, value)
         if math.isinf(v):
+            if isinstance(value, str) and value.strip().lower().lstrip("+-") not in _INF_WORDS:
+                raise self._overflow(name, value)  # "1e309" overflows to inf: it does not mean "inf"
             if not (self.allow_inf and v > 0):
                 raise self.error(name, value)
             return v
+        if v == 0.0 and isinstance(value, str) and _NONZERO_DIGIT.search(value.split("e")[0].split("E")[0]):
+            raise ValueError(f"{name} must be {self.range_text()} (got {value!r}, which underflows to 0: "
+                             f"a float's smallest positive value is {_TINY:g})")
         if self.low is not None and (v < self.low or (self.low_open and v == self.low)):
             raise self.error(name, value)
         if self.high is not None and (v > self.high or (self.high_open and v == self.high)):
@@ -238,9 +267,12 @@ def flag_name(name: str) -> str:
 def parse_list(p: Param, name: str) -> Callable[[str], list]:
     """argparse ``type`` for a comma-separated list of values of ``p`` (each checked)."""
     def parse(text: str) -> list:
-        items = [t for t in (s.strip() for s in text.split(",")) if t]
-        if not items:
-            raise argparse.ArgumentTypeError(f"{name} needs at least one value")
+        items = [s.strip() for s in text.split(",")]
+        if not any(items):
+            raise argparse.ArgumentTypeError(f"{name} needs at least one value (got {text!r})")
+        if not all(items):  # "1,,2" or "1,2,": a value left out is a typo, not a smaller grid
+            raise argparse.ArgumentTypeError(f"{name} has an empty item in {text!r}; write the values separated "
+                                             "by single commas, e.g. 1,2")
         try:
             return [p.parse(name, t) for t in items]
         except ValueError as exc:

@@ -93,10 +93,11 @@ def run_configs(configs: Sequence[FedHDPConfig], data_dir: str | None, as_json: 
 
 def configure_claims_parser(p: argparse.ArgumentParser) -> None:
     """``fedtrain fedhdp-claims``'s arguments."""
-    which = p.add_mutually_exclusive_group()
+    which = p.add_mutually_exclusive_group(required=True)  # one of them: bare, it would train for minutes unasked
     which.add_argument("--scale", choices=tuple(SCALES), default=None,
                        help="experiment scale on the non-IID digits, trained where the store lacks a run "
-                            "(default claims)")
+                            "(claims: minutes to hours; chapter: seconds per run); each run's result is printed "
+                            "as it finishes")
     which.add_argument("--grid", choices=tuple(FEDHDP_GRIDS), default=None,
                        help="a real-image grid, served from --results (trains nothing)")
     p.add_argument("--results", default=None, help="folder storing each finished run (resumable); required "
@@ -125,19 +126,19 @@ def run_claims(args: argparse.Namespace) -> int:
     """``fedtrain fedhdp-claims``: the claims' experiment, its tables and checks; returns the exit status."""
     if args.grid is not None:
         if args.results is None:
-            print(f"fedtrain fedhdp-claims: --grid {args.grid} needs --results DIR, the store the grid was computed "
+            print(f"fedtrain fedhdp-claims: error: --grid {args.grid} needs --results DIR, the store the grid was computed "
                   f"into (python benchmarks/run_real_image_grids.py {args.grid})", file=sys.stderr)
             return 2
         configs = fedhdp_grid(args.grid)
         rows, missing = grid_rows(configs, args.results)
         if missing and not args.partial:
-            print(f"fedtrain fedhdp-claims: the store {args.results} holds {len(rows)} of the {len(configs)} runs of "
+            print(f"fedtrain fedhdp-claims: error: the store {args.results} holds {len(rows)} of the {len(configs)} runs of "
                   f"grid {args.grid}; refusing to use an incomplete grid. Compute the rest with "
                   f"'python benchmarks/run_real_image_grids.py {args.grid} --store {args.results}', or pass "
                   f"--partial to use the runs present.", file=sys.stderr)
             return 2
         if not rows:
-            print(f"fedtrain fedhdp-claims: the store {args.results} holds none of the {len(configs)} runs of grid "
+            print(f"fedtrain fedhdp-claims: error: the store {args.results} holds none of the {len(configs)} runs of grid "
                   f"{args.grid} (compute them with 'python benchmarks/run_real_image_grids.py {args.grid} --store "
                   f"{args.results}')", file=sys.stderr)
             return 2
@@ -152,7 +153,14 @@ def run_claims(args: argparse.Namespace) -> int:
         scale = args.scale or "claims"
         datasets = ("noniid-digits", "noniid-digits-skewed")
         configs = [c for ds in datasets for c in experiment_configs(scale, ds)]
-        rows = run_experiment(configs, args.results, log=lambda s: print(s, file=sys.stderr, flush=True))
+        kept = (f"each finished run is stored in {args.results} (run again to resume)" if args.results else
+                "nothing is kept (pass --results DIR to store each run and resume)")
+        print(f"fedtrain fedhdp-claims: scale {scale}: {len(configs)} runs on {', '.join(datasets)}, trained where "
+              f"the store lacks them; {kept}", file=sys.stderr, flush=True)
+        done = iter(range(1, len(configs) + 1))
+        rows = run_experiment(configs, args.results,
+                              log=lambda s: print(f"[{next(done)} trained of at most {len(configs)}] {s}",
+                                                  file=sys.stderr, flush=True))
         label, target = f"scale {scale}", None
         if args.save:
             save_results(rows, args.save, scale=scale, command=f"fedtrain fedhdp-claims --scale {scale}")
