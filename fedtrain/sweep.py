@@ -10,6 +10,13 @@ loses at most its current chunk; re-running it resumes.  The chunks run in this 
 (``executor="ray"``, :mod:`fedtrain.executors`); either way only this process writes the store.  :func:`summarize` turns rows into
 mean ± standard deviation over seeds (runs that diverged are counted and left out).
 
+Resuming: the engine stacks a chunk's configurations, and a stacked computation's float32 rounding depends on its
+batch-mates (1–2 ulps), so the chunks are cut from the whole grid of a dataset (sorted by what the engine stacks),
+never from the configurations still missing: a chunk with any row missing runs whole, and stores only the rows that
+were missing.  A sweep interrupted anywhere (between two chunks, inside one while its rows were being written, or
+with some chunks failed under Ray) and run again gives every row the bits an uninterrupted sweep of the same grid
+gives it.
+
 Repeats as the paper runs them: :func:`repeat_config` gives repeat ``r`` of a configuration, which
 re-splits every silo with its own split seed (the dataset's split option,
 :data:`fedtrain.data.registry.SPLIT_SEED_OPTIONS`, set to ``s0 + 1000 r``) and trains with seed
@@ -197,6 +204,13 @@ def run_sweep(
         pending = [c for c in group if not finished(c, identity)]
         if not pending:
             continue
+        # the batches are cut from the whole grid (module docstring, "Resuming"), so that a resumed sweep runs each
+        # row in the batch an uninterrupted one runs it in: the same stacked computation, the same bits
+        whole = sorted(group, key=_batch_order)
+        waiting = {c.key() for c in pending}
+        chunks = [whole[start:start + chunk_size] for start in range(0, len(whole), chunk_size)]
+        chunks = [ch for ch in chunks if any(c.key() in waiting for c in ch)]
+        pending = [c for ch in chunks for c in ch]
         if store is not None and getattr(store, "read_only", False):  # the committed store: never trains
             raise ValueError(store.missing_message(pending))
         if d is None:
@@ -207,7 +221,7 @@ def run_sweep(
             except ValueError as exc:
                 raise ValueError(f"configuration {c.method} eps={c.eps} lam={c.lam} lr={c.lr} seed={c.seed} "
                                  f"on {c.dataset}: {exc}") from exc
-        todo.append((d, sorted(pending, key=_batch_order)))
+        todo.append((d, chunks, waiting))
 
     if todo and store is not None:  # before any training (a complete store needs no writing)
         store.check_writable()
@@ -215,11 +229,13 @@ def run_sweep(
     # phase 2: train in batches (one runner call each) on the executor; the driver stores each batch's rows
     batches: list[Batch] = []
     summaries = []
-    for d, pending in todo:
+    to_store: list[set[str]] = []  # per batch, the keys it stores (a row already stored is never rewritten)
+    for d, chunks, waiting in todo:
         summary = d.summary()
-        for start in range(0, len(pending), chunk_size):
-            batches.append(Batch(pending[start:start + chunk_size], d))
+        for chunk in chunks:
+            batches.append(Batch(chunk, d))
             summaries.append(summary)
+            to_store.append(waiting)
     total = sum(len(b.configs) for b in batches)
     bar = None
     if total and _progress_enabled(progress):
@@ -251,6 +267,8 @@ def run_sweep(
                     raise RuntimeError(f"runner returned a result trained on other data ({data_identity(r.data)}) "
                                        f"than the sweep loaded ({summaries[i]['identity']})")
             for c, r in zip(chunk, results):  # the whole batch checked first: never a partial batch stored
+                if c.key() not in to_store[i]:
+                    continue  # stored before (its batch-mates were not): the stored row stays
                 memory[c.key()] = store.put(r) if store is not None else r
                 stored += 1
             if bar is not None:
