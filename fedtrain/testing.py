@@ -6,6 +6,8 @@ Hierarchical linear model: silo ``k`` has ``w_k = θ + τ z_k`` (or, with
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from fedtrain.data.base import FederatedData
@@ -94,17 +96,35 @@ def engine_vs_reference(data: FederatedData, config, seeds: int) -> tuple[np.nda
 
 def fake_result(config, test_metric: float, *, metric: str = "mse", num_silos: int = 2, curve=None,
                 identity: dict | None = None, **fields):
-    """A :class:`~fedtrain.engine.RunResult` of ``config`` with the given metric and placeholder privacy
-    numbers (no training): for tests of stores, sweeps and summaries.  ``fields`` override any field.
-    ``identity``: the data identity its ``data`` records (needed to put it in a store directly; a sweep
-    fills in the identity of the data it loaded)."""
+    """A :class:`~fedtrain.engine.RunResult` of ``config`` with the given metric (no training) and a privacy
+    block that holds: 3 DP-SGD steps per silo at sampling rate 0.1, the noise multiplier calibrated for the
+    config's ε (the rdp accountant's, so that a store's check of the claim, :mod:`fedtrain.store.claims`, passes),
+    δ the config's (or the dataset's paper δ, else the engine's default for silos of 10 batches): for tests of stores, sweeps and summaries.  ``fields``
+    override any field.  ``identity``: the data identity its ``data`` records (needed to put it in a store directly;
+    a sweep fills in the identity of the data it loaded)."""
+    from fedtrain.config import default_delta, paper_defaults
     from fedtrain.engine import RunResult
+    from fedtrain.ledger import PrivacyPlan, SiloLedger, noise_multipliers, spent_epsilons
 
     k = num_silos
-    eps = config.eps if isinstance(config.eps, tuple) else (config.eps,) * k
+    eps = np.asarray(config.eps if isinstance(config.eps, tuple) else (config.eps,) * k, dtype=float)
+    if config.delta is not None:
+        delta = np.broadcast_to(np.asarray(config.delta, dtype=float), (k,)).copy()
+    else:
+        try:
+            delta = np.full(k, float(paper_defaults(config.dataset)["delta"]))
+        except ValueError:  # the engine's default for silos of 10 batches (q = 0.1)
+            delta = np.full(k, default_delta(10 * int(config.batch_size)))
+    q, steps = np.full(k, 0.1), np.full(k, 3, dtype=np.int64)
+    book = SiloLedger(k)
+    book.record_dpsgd(steps)
+    z = noise_multipliers(PrivacyPlan(steps, np.zeros(k, dtype=np.int64), q), eps, delta, q, config.accountant,
+                          cache=False)
+    spent = np.where(np.isfinite(eps), spent_epsilons(book, z, delta, q, config.accountant), math.inf)
     kw = dict(config=config, metric=metric, test_metric=float(test_metric), silo_metrics=np.full(k, float(test_metric)),
-              test_sizes=np.full(k, 10, dtype=np.int64), noise_multipliers=np.ones(k), eps_spent=np.asarray(eps, float),
-              delta=np.full(k, 1e-5), accountant=config.accountant, steps=np.full(k, 3, dtype=np.int64), wall_time=0.0,
+              test_sizes=np.full(k, 10, dtype=np.int64), noise_multipliers=z, eps_spent=spent,
+              ledger=book.summary(q),
+              delta=delta, accountant=config.accountant, steps=steps, wall_time=0.0,
               curve_rounds=None if curve is None else np.arange(1, len(curve) + 1),
               curve=None if curve is None else np.asarray(curve, dtype=float),
               data={"name": config.dataset, "real": True, **({"identity": dict(identity)} if identity else {})})

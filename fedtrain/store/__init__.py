@@ -2,6 +2,8 @@
 
 * :mod:`fedtrain.store.layout`: where the stores live and the names of their files;
 * :mod:`fedtrain.store.keys`: the key a row is filed under, and the check that a row hashes to it;
+* :mod:`fedtrain.store.integrity`: a row's digest, checked on read;
+* :mod:`fedtrain.store.claims`: a row's privacy claim, recomputed on read from its noise, steps and sampling rates;
 * :mod:`fedtrain.store.provenance`: the commit and command a row records;
 * :mod:`fedtrain.store.working`: the working store of sweeps (:class:`~fedtrain.results.ResultsStore`,
   one JSON file per run, written atomically, resumable);

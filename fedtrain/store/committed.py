@@ -1,12 +1,14 @@
 """The committed results store: compact, one gzip'd JSON file per dataset, read-only; the book reads it.
 
-``results/MANIFEST.json`` and one gzip'd JSON file per dataset (:func:`pack_rows`: per-silo privacy arrays and data
-summaries stored once, per-silo metrics and the ledger left out, float32 metrics written losslessly in their
-shortest form), written atomically by :func:`fedtrain.book_results.compute_preset` (``fedtrain sweep --preset paper
+``results/MANIFEST.json`` and one gzip'd JSON file per dataset (:func:`pack_rows`: per-silo privacy arrays, the
+privacy ledger and data summaries stored once, per-silo metrics left out, float32 metrics written losslessly in their
+shortest form, every row sealed by its digest), written atomically by :func:`fedtrain.book_results.compute_preset` (``fedtrain sweep --preset paper
 --pack results``, ``make results``) from the working stores in ``results/work/``.  The empirical chapters read it
 (through :func:`fedtrain.book_results.committed_store`); opening it checks the engine version and the files'
 SHA-256 and fails with :class:`StaleStoreError`, naming the command that regenerates it, when the engine has changed
-since.
+since.  Opening it also refuses, in one line naming the file, a manifest that lists no file, a file that is not
+gzip'd JSON, a row count that disagrees with the manifest or the file, and a row key written twice; serving a row
+checks its digest (:mod:`fedtrain.store.integrity`) and recomputes its privacy claim (:mod:`fedtrain.store.claims`).
 """
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ from typing import TYPE_CHECKING, Any, Iterator
 import numpy as np
 
 from fedtrain.config import ENGINE_VERSION, RunConfig
+from fedtrain.store.claims import ClaimChecker, eps_orders
+from fedtrain.store.integrity import check_digest, seal
 from fedtrain.store.keys import ROW_KEY_PATTERN, ResultsStoreError, check_row_key, row_key
 from fedtrain.store.layout import DEFAULT_RESULTS_DIR, FORMAT, MANIFEST, REGENERATE_COMMAND, shown_path
 
@@ -30,9 +34,17 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["CommittedStore", "StaleStoreError", "pack_rows", "unpack_row", "DROPPED_FIELDS"]
 
 #: Fields of :class:`~fedtrain.engine.RunResult` that the committed form leaves out (per-silo metrics and test
-#: sizes, the per-silo ledger, weights): the figures do not read them and they would make the store ~10× larger.
-DROPPED_FIELDS = ("silo_metrics", "test_sizes", "ledger", "models")
-_PRIVACY_FIELDS = ("noise_multipliers", "eps_spent", "delta", "steps", "accountant", "adjacency")
+#: sizes, weights): the figures do not read them and they would make the store ~10× larger.  The privacy ledger
+#: (sample rates, steps, selections) is kept: a row's ε is recomputed from it on read.
+DROPPED_FIELDS = ("silo_metrics", "test_sizes", "models")
+#: The privacy block of a row, stored once per distinct value and referenced by its digest: what recomputing the
+#: row's ε needs (:mod:`fedtrain.store.claims`) with the ε claimed and the order hint of the rdp accountant.
+_PRIVACY_FIELDS = ("noise_multipliers", "eps_spent", "delta", "steps", "accountant", "adjacency", "ledger",
+                   "eps_orders")
+
+
+#: The config fields a record-level row's privacy claim is checked against (:mod:`fedtrain.store.claims`).
+_CLAIM_FIELDS = ("eps", "delta", "accountant", "batch_size", "dataset", "dataset_options", "method")
 
 
 class StaleStoreError(ValueError):
@@ -72,17 +84,24 @@ def pack_rows(rows: "list[dict]", **header: Any) -> dict:
     f32 = all(_is_float32(r.get("test_metric")) and all(_is_float32(v) for v in (r.get("curve") or [])) for r in rows)
     seconds = 0.0
     commits, commands = set(), set()
+    checker = ClaimChecker()
+    orders_memo: dict = {}
     for r in rows:
         if r.get("engine_version") != ENGINE_VERSION:
             raise ValueError(f"row {r.get('key')} was written by engine version {r.get('engine_version')}, "
                              f"not {ENGINE_VERSION}")
+        check_digest(r, f"{r.get('key')} (being packed)")  # a working row edited since it was written stays out
+        if r.get("eps_orders") is None:
+            r = {**r, "eps_orders": eps_orders(r, orders_memo)}
+        checker.check(r, f"{r.get('key')} (being packed)")  # a row whose claim fails never enters the store
         p = {k: r.get(k) for k in _PRIVACY_FIELDS}
         pd = _digest(p)
         privacy.setdefault(pd, p)
         d = r.get("data") or {}
         dd = _digest(d)
         data.setdefault(dd, d)
-        row = {k: v for k, v in r.items() if k not in DROPPED_FIELDS and k not in _PRIVACY_FIELDS and k != "data"}
+        row = {k: v for k, v in r.items() if k not in DROPPED_FIELDS and k not in _PRIVACY_FIELDS and k != "data"
+               and k != "digest"}
         row["privacy"], row["data"] = pd, dd
         if f32:
             row["test_metric"] = _short32(row["test_metric"])
@@ -92,7 +111,7 @@ def pack_rows(rows: "list[dict]", **header: Any) -> dict:
         seconds += float(prov.get("seconds") or 0.0)
         commits.add(str(prov.get("commit")))
         commands.add(str(prov.get("command")))
-        out_rows.append(row)
+        out_rows.append(seal(row))
     return {"format": FORMAT, **header, "engine_version": ENGINE_VERSION, "rows_count": len(out_rows),
             "seconds": seconds, "commits": sorted(commits), "commands": sorted(commands), "metric_float32": f32,
             "dropped_fields": list(DROPPED_FIELDS), "privacy": privacy, "data": data, "rows": out_rows}
@@ -145,7 +164,14 @@ class CommittedStore:
         self.docs: dict[str, dict] = {}
         self._index: dict[str, tuple[str, int]] = {}
         self._by_config: dict[str, list[str]] = {}
-        for name, info in self.manifest.get("files", {}).items():
+        #: recomputes every served row's privacy claim, each distinct ε once per store object
+        self.claims = ClaimChecker()
+        self._claims_done: set = set()
+        files = self.manifest.get("files")
+        if not isinstance(files, dict) or not files:
+            raise StaleStoreError(f"results manifest {mpath} lists no files (\"files\": {files!r}); regenerate it "
+                                  f"with {REGENERATE_COMMAND}")
+        for name, info in files.items():
             path = self.root / name
             # a file of its own computation (a real-image grid) names the commands that regenerate it
             regen = info.get("regenerate") or REGENERATE_COMMAND
@@ -163,14 +189,47 @@ class CommittedStore:
             if hashlib.sha256(raw).hexdigest() != info.get("sha256"):
                 raise StaleStoreError(f"results store file {path} does not match the SHA-256 in {mpath} (edited or "
                                       f"truncated); regenerate it with {regen}")
-            doc = json.loads(gzip.decompress(raw).decode("utf-8"))
+            try:
+                doc = json.loads(gzip.decompress(raw).decode("utf-8"))
+            except (OSError, EOFError, UnicodeDecodeError, ValueError) as exc:
+                raise StaleStoreError(f"results store file {path} is not gzip'd JSON ({type(exc).__name__}); "
+                                      f"regenerate it with {regen}") from None
+            if not isinstance(doc, dict):
+                raise StaleStoreError(f"results store file {path} is not a packed store (a JSON "
+                                      f"{type(doc).__name__}); regenerate it with {regen}")
+            if doc.get("format") != FORMAT:
+                raise StaleStoreError(f"results store file {path} has format {doc.get('format')!r}, not {FORMAT!r}; "
+                                      f"regenerate it with {regen}")
             if doc.get("engine_version") != ENGINE_VERSION:
                 raise StaleStoreError(f"results store {path} was written by engine version {doc.get('engine_version')}"
                                       f", not {ENGINE_VERSION}; regenerate it with {regen}")
+            rows = doc.get("rows")
+            if not isinstance(rows, list) or not isinstance(doc.get("privacy"), dict) \
+                    or not isinstance(doc.get("data"), dict):
+                raise StaleStoreError(f"results store file {path} lacks its rows, privacy or data blocks; "
+                                      f"regenerate it with {regen}")
+            if not len(rows) == doc.get("rows_count") == info.get("rows"):
+                raise StaleStoreError(f"results store file {path} holds {len(rows)} rows, its header says "
+                                      f"{doc.get('rows_count')!r} and {mpath} says {info.get('rows')!r}; regenerate "
+                                      f"it with {regen}")
+            for kind in ("privacy", "data"):
+                for digest, block in doc[kind].items():
+                    if _digest(block) != digest:
+                        raise StaleStoreError(f"results store file {path}: its {kind} block {digest} does not match "
+                                              f"its digest (edited); regenerate it with {regen}")
             self.docs[name] = doc
-            for i, row in enumerate(doc["rows"]):
-                self._index[row["key"]] = (name, i)
-                self._by_config.setdefault(row["key"].split("-")[0], []).append(row["key"])
+            for i, row in enumerate(rows):
+                key = row.get("key") if isinstance(row, dict) else None
+                if not isinstance(key, str) or not ROW_KEY_PATTERN.fullmatch(key):
+                    raise StaleStoreError(f"results store file {path}: row {i} has no row key; regenerate it with "
+                                          f"{regen}")
+                if key in self._index:
+                    other = self._index[key][0]
+                    raise StaleStoreError(f"results store file {path}: row key {key} is written twice"
+                                          f"{'' if other == name else f' (also in {self.root / other})'}; "
+                                          f"regenerate it with {regen}")
+                self._index[key] = (name, i)
+                self._by_config.setdefault(key.split("-")[0], []).append(key)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({shown_path(self.root)!r}, rows={len(self)})"
@@ -215,8 +274,19 @@ class CommittedStore:
             return None
         name, i = self._index[key]
         doc = self.docs[name]
-        row = unpack_row(doc, doc["rows"][i])
-        check_row_key(row, key, f"{key} of {self.root / name}")
+        packed = doc["rows"][i]
+        where = f"{key} of {self.root / name}"
+        row = unpack_row(doc, packed)
+        check_row_key(row, key, where)
+        check_digest(packed, where)
+        # rows of one privacy block, data and budget share one check (what ClaimChecker reads of the config: its
+        # budget, accountant, batch size, dataset and method)
+        c = row["config"]
+        claim = (name, packed["privacy"], packed["data"], repr([c.get(f) for f in _CLAIM_FIELDS]),
+                 repr((row.get("extras") or {}).get("select_eps")))
+        if claim not in self._claims_done:
+            self.claims.check(row, where)
+            self._claims_done.add(claim)
         return row
 
     def get(self, config_or_key: RunConfig | str, identity: "dict | None" = None) -> "RunResult | None":

@@ -18,8 +18,9 @@ DEFAULT_WORK_STORE = Path("fedtrain-results")
 #: The committed store's manifest; a folder holding one is refused as a working store.
 MANIFEST = "MANIFEST.json"
 #: The committed store's format; 2: rows keyed by configuration and data identity
-#: (:func:`~fedtrain.results.row_key`).
-FORMAT = "fedbook-results-2"
+#: (:func:`~fedtrain.results.row_key`); 3: each row's privacy ledger kept (its ε is recomputed on read) and every
+#: row sealed by its digest (:mod:`fedtrain.store.claims`, :mod:`fedtrain.store.integrity`).
+FORMAT = "fedbook-results-3"
 #: The command that regenerates the committed store (what an out-of-date store's error message says).
 REGENERATE_COMMAND = "make results  (= fedtrain sweep --preset paper --pack results)"
 #: Environment variable naming another committed store for the chapters to read (default ``results/``).

@@ -6,7 +6,11 @@ metrics, privacy, curve, the data summary with file and checksum), plus ``engine
 ``provenance`` (:func:`~fedtrain.results.provenance`: engine version, git commit, the command that computed
 the row, and its seconds).  :meth:`ResultsStore.get` and :meth:`ResultsStore.rows` hand back
 :class:`~fedtrain.engine.RunResult` objects; reading a row checks that its stored config and data identity hash to
-the key it is filed under (:func:`~fedtrain.results.check_row_key`).  Lookups by configuration alone (the book's
+the key it is filed under (:func:`~fedtrain.results.check_row_key`), against its digest (every row is sealed when
+written, :mod:`fedtrain.store.integrity`) and recomputes its privacy claim (:mod:`fedtrain.store.claims`; each
+distinct ε once per store object): a row edited by hand, or whose ε exceeds its budget, is refused in one line
+naming the file.  A record-level row also records ``eps_orders``, the rdp order at which each silo's ε is attained
+(the hint that keeps that check cheap).  Lookups by configuration alone (the book's
 figures) find the row of that configuration whatever its data and fail if the store holds it for two data.
 
 Every write is atomic (:func:`fedtheory.atomic_io.write_text_atomic`): an interrupted write leaves either the old
@@ -45,6 +49,8 @@ from fedtrain.config import ENGINE_VERSION, RunConfig
 from fedtrain.data.base import identity_digest
 from fedtrain.fedhdp.config import FedHDPConfig
 from fedtrain.methods.registry import CLIENT, PRIVACY_UNITS, RECORD
+from fedtrain.store.claims import ClaimChecker, eps_orders
+from fedtrain.store.integrity import check_digest, seal
 from fedtrain.store.keys import ROW_KEY_PATTERN, ResultsStoreError, check_row_key, result_row_key, row_kind
 from fedtrain.store.layout import DEFAULT_WORK_STORE, MANIFEST, shown_path
 from fedtrain.store.provenance import git_commit, provenance
@@ -72,6 +78,8 @@ class ResultsStore:
         #: the commit recorded in every row's provenance (default: :func:`git_commit` at the first write)
         self._commit: str | None = commit
         self._swept = False  # stale temporary files removed (once per store object, at its first write)
+        #: recomputes every served row's privacy claim, each distinct ε once per store object
+        self.claims = ClaimChecker()
 
     def __repr__(self) -> str:
         return f"ResultsStore({shown_path(self.root)!r}, rows={len(self)})"
@@ -146,9 +154,10 @@ class ResultsStore:
                                     "it to recompute the run")
         return row
 
-    @staticmethod
-    def _decode(path: Path, row: dict) -> "RunResult | FedHDPResult":
+    def _decode(self, path: Path, row: dict) -> "RunResult | FedHDPResult":
         check_row_key(row, path.stem, str(path))
+        check_digest(row, str(path))
+        self.claims.check(row, str(path))
         try:
             if row_kind(row) == CLIENT:
                 from fedtrain.fedhdp.trainer import FedHDPResult  # torch: loaded when a client-level row is read
@@ -178,14 +187,16 @@ class ResultsStore:
         if isinstance(result.config, FedHDPConfig):  # the client-level rows' format (module docstring)
             row = {**result.to_dict(), "key": key}
             row.setdefault("provenance", row_provenance)  # a row served from a store keeps where it came from
-            text = json.dumps(row, allow_nan=True)
+            row.pop("digest", None)
+            text = json.dumps(seal(row), allow_nan=True)
         else:
             row = result.to_dict()
             row["key"], row["config_key"] = key, result.config.key()
             row["engine_version"] = ENGINE_VERSION
             row["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
             row["provenance"] = row_provenance
-            text = json.dumps(row, sort_keys=True, allow_nan=False)
+            row["eps_orders"] = eps_orders(row)  # the hint that keeps the claim's check cheap on read
+            text = json.dumps(seal(row), sort_keys=True, allow_nan=False)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             if not self._swept:

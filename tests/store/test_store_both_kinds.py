@@ -64,11 +64,12 @@ def test_a_client_level_row_keeps_its_format_and_is_checked(tmp_path, client_res
     store = ResultsStore(tmp_path)
     store.put(client_result)
     (path,) = tmp_path.glob("*.json")
-    # the client-level rows' format: the result's to_dict in its order, then the key and the provenance
+    # the client-level rows' format: the result's to_dict in its order, then the key, the provenance and the digest
     written = json.loads(path.read_text())
-    assert list(written) == [*client_result.to_dict(), "key", "provenance"]
+    assert list(written) == [*client_result.to_dict(), "key", "provenance", "digest"]
     assert path.read_text() == json.dumps({**client_result.to_dict(), "key": path.stem,
-                                           "provenance": written["provenance"]}, allow_nan=True)
+                                           "provenance": written["provenance"], "digest": written["digest"]},
+                                          allow_nan=True)
     assert set(written["provenance"]) == {"engine_version", "commit", "command", "seconds", "machine"}
     assert written["provenance"]["seconds"] == client_result.wall_time
     row = json.loads(path.read_text())
