@@ -16,7 +16,7 @@ engine's RDP accountant, whose ε is the claim; 20 full-batch rounds, η = 0.5, 
 * ``many-run``: :func:`fedtrain.audit.audit_many_runs`, 100 silos × 32 seeds (1,600 evaluation trials).
 * ``many-run 320k``: the same with 10,000 silos × 32 seeds (160,000 evaluation trials, ≈ 20 s on one core).
 
-Run ``python -m fedtrain.audit_power --out results/audit-power.json`` (resumable: a point already in the file is
+Run ``python -m fedtrain.audit_power --out book/data/audit_power.json`` (resumable: a point already in the file is
 not recomputed; the file is rewritten atomically after each point; ``nice`` it); the chapter reads the file.
 """
 from __future__ import annotations
@@ -47,8 +47,8 @@ AUDITS: dict[str, tuple[str, dict]] = {
     "many-run": ("many-run", dict(num_silos=100, seeds=tuple(range(32)))),
     "many-run 320k": ("many-run", dict(num_silos=10_000, seeds=tuple(range(32)))),
 }
-#: Where the committed power file lives (the repository's ``results`` folder).
-POWER_FILE = Path(__file__).resolve().parents[1] / "results" / "audit-power.json"
+#: Where the committed power file lives (beside the other computed numbers the book reads).
+POWER_FILE = Path(__file__).resolve().parents[1] / "book" / "data" / "audit_power.json"
 #: The claimed ε of the chapter's audits.
 CLAIMS = (1.0, 2.0, 4.0, 8.0)
 #: The noise factors tried (1 = the engine as built).
@@ -117,7 +117,7 @@ def load_power(path: str | os.PathLike = POWER_FILE) -> dict[str, Any]:
     """The committed power file: ``{"provenance": {...}, "points": [...]}``; a missing or corrupt file is a
     ``FileNotFoundError``/``ValueError`` naming it and the command that writes it."""
     p = Path(path)
-    how = "compute it with `nice -n 19 python -m fedtrain.audit_power --out results/audit-power.json`"
+    how = "compute it with `nice -n 19 python -m fedtrain.audit_power --out book/data/audit_power.json`"
     if not p.is_file():
         raise FileNotFoundError(f"audit power file {p} not found; {how}")
     try:
