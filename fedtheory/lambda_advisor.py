@@ -45,7 +45,7 @@ from fedtheory.privacy.gaussian import analytic_gaussian_sigma, gaussian_sigma, 
 
 __all__ = ["CALIBRATIONS", "DP_MODELS", "Advice", "DirectionSilo", "DirectionAdvice", "noise_std",
            "estimate_tau2_heterogeneous", "estimate_tau2_reml", "derive_direction_lambda", "direction_lambda",
-           "direction_errors", "advise_directions",
+           "direction_errors", "advise_directions", "sweep_weights",
            "advise_from_variances", "advise"]
 
 CALIBRATIONS = ("analytic", "rdp", "classic")
@@ -261,11 +261,12 @@ class DirectionSilo:
 class DirectionAdvice:
     """What :func:`advise_directions` returns."""
 
-    common_lambda: float          # λ minimising the silos' average excess test error (training units)
+    common_lambda: float          # λ minimising the silos' weighted mean excess test error (training units)
     lambda_k: np.ndarray          # each silo's own minimiser (inf = FedAvg)
     grid: np.ndarray              # the λ grid of ``curve``
-    curve: np.ndarray             # average predicted excess test error on ``grid``
+    curve: np.ndarray             # weighted mean predicted excess test error on ``grid``
     dp_model: str
+    weights: Optional[np.ndarray] = None   # the silos' weights in the mean (sum 1; None: uniform)
 
 
 DP_MODELS = ("prox", "release")
@@ -324,16 +325,40 @@ def direction_errors(lam: float, silos, tau2: float, lr: float = 1.0, dp_model: 
     return out
 
 
+def sweep_weights(test_sizes) -> np.ndarray:
+    """The weights with which a sweep's test metric averages the silos: ``ω_k = m_k / Σ_j m_j`` for test counts m_k.
+
+    Derivation (MR-MTL paper App. C.4's metric): a run reports ``Σ_j (m_j/M) · (1/m_j) Σ_{i∈test_j} ℓ_ji`` — every test
+    example counts once, ``M = Σ_j m_j``.  For least squares the expected test loss of silo k with model w is
+    ``σ_k² + (w − w_k)ᵀ H_k (w − w_k)``: the noise ``σ_k²`` does not depend on λ, so the λ that minimises the
+    expected metric minimises ``Σ_k ω_k E_k(λ)``, the test-count weighted mean of the silos' excess errors
+    (:func:`direction_errors`), not their plain mean."""
+    m = as_float_array("test_sizes", test_sizes).ravel()
+    if m.size < 2 or (m <= 0).any() or not np.isfinite(m).all():
+        raise ValueError(f"test_sizes must hold K >= 2 positive test counts (got {m.tolist()!r})")
+    return m / m.sum()
+
+
 def advise_directions(silos, tau2: float, lr: float = 1.0, dp_model: str = "prox",
-                      grid=None) -> DirectionAdvice:
+                      grid=None, weights=None) -> DirectionAdvice:
     """One common λ (and each silo's own) in **training units** for silos with curvature
-    (:func:`direction_errors`): a log grid over ``[1e-4, 1e5]`` (46 points) plus 0 and ∞, refined by a bounded 1-d
+    (:func:`direction_errors`): the minimiser of the silos' mean predicted excess error weighted by ``weights``
+    (one per silo, normalised to sum 1; ``None``: uniform; a sweep's metric weights by test counts,
+    :func:`sweep_weights`), on a log grid over ``[1e-4, 1e5]`` (46 points) plus 0 and ∞, refined by a bounded 1-d
     search around the grid's best (there is no closed form for a common λ across directions; per direction it is
     :func:`direction_lambda`)."""
     from scipy import optimize
 
     tau2 = float(check_positive("tau2", tau2))
     silos = list(silos)
+    if weights is None:
+        w = np.full(len(silos), 1.0 / len(silos))
+    else:
+        w = as_float_array("weights", weights).ravel()
+        if w.size != len(silos) or (w < 0).any() or not np.isfinite(w).all() or not w.sum() > 0:
+            raise ValueError(f"weights must hold one finite weight >= 0 per silo ({len(silos)}), not all 0 "
+                             f"(got {w.size} values)")
+        w = w / w.sum()
     g = np.concatenate([[0.0], np.logspace(-4, 5, 46), [np.inf]]) if grid is None else np.asarray(grid, float)
     if dp_model == "prox" and any(s.dp_step_var > 0 for s in silos):
         # gradient steps with the prox term are stable only for η(h + λ) < 2: larger finite λ are left out
@@ -349,7 +374,7 @@ def advise_directions(silos, tau2: float, lr: float = 1.0, dp_model: str = "prox
                                      options={"xatol": 1e-6})
         return float(np.exp(r.x)) if r.fun <= f(float(g[i])) else float(g[i])
 
-    avg = per.mean(axis=1)
-    common = refine(lambda l: float(direction_errors(l, silos, tau2, lr, dp_model).mean()), int(np.argmin(avg)))
+    avg = per @ w
+    common = refine(lambda l: float(direction_errors(l, silos, tau2, lr, dp_model) @ w), int(np.argmin(avg)))
     lam_k = np.array([float(g[int(np.argmin(per[:, k]))]) for k in range(len(silos))])
-    return DirectionAdvice(common, lam_k, g, avg, dp_model)
+    return DirectionAdvice(common, lam_k, g, avg, dp_model, None if weights is None else w)

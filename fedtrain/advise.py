@@ -18,8 +18,9 @@ direction:
 * τ² per parameter, assumed isotropic (``w_k ~ N(θ, τ²I)``): estimated from the spread of the silos' OLS fits
   around the pooled fit, measured in each silo's curvature, minus their statistical variances (method of moments).
 
-The advice is :func:`fedtheory.lambda_advisor.advise_directions`'s common λ, minimising the silos' average predicted
-excess test error, which is what a ``fedtrain sweep`` over one λ finds.  For comparison the unit-curvature advice
+The advice is :func:`fedtheory.lambda_advisor.advise_directions`'s common λ, minimising the silos' predicted excess
+test error averaged as a ``fedtrain sweep``'s test metric averages them, weighted by test counts
+(:func:`fedtheory.lambda_advisor.sweep_weights`), which is what a sweep over one λ finds.  For comparison the unit-curvature advice
 (Thm E.5 on curvature-weighted variances, :func:`fedtheory.lambda_advisor.advise_from_variances`) is reported too.
 **Caveats**: the OLS fits and τ̂² use the training data without privacy (a planning tool for the data holder, or
 for a public proxy); clipping bias (the prox term is clipped with the gradient), the early-stopping bias toward
@@ -27,7 +28,9 @@ the initial model and the centre's own dynamics are ignored; the test metric add
 which does not depend on λ.
 
 ``--check`` runs the λ grid of ``--lam`` (with the same data, privacy and training options as ``fedtrain run``;
-``--repeats N`` for the paper's re-split protocol) and reports the swept best λ next to the prediction, its
+``--repeats N`` for the paper's re-split protocol), extended by factors of :data:`GRID_GROWTH` beyond its ends until
+it brackets both the swept best and the prediction (:func:`bracket_extension`; ``grid_extended_with`` in the report
+lists what was added), and reports the swept best λ next to the prediction, its
 spread across repeats and the excess error at the prediction; ``--check-out FILE`` writes that report with its
 provenance (:func:`write_check`).
 """
@@ -49,7 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover - fedtheory.lambda_advisor pulls scipy.opt
 
 __all__ = ["Prediction", "predict", "nearest_grid_error", "interpolated_error", "advise_and_check", "plot_check",
            "configure_advise_parser", "run_advise", "code_commit", "write_check", "load_check",
-           "DEFAULT_CHECK_LAMS",
+           "DEFAULT_CHECK_LAMS", "bracket_extension", "GRID_GROWTH",
            "PAPER_CHECK_LAMS"]
 
 #: λ grid of ``--check`` when ``--lam`` is not given.
@@ -112,8 +115,9 @@ def predict(data, config, eps_values, *, dp_model: str = "prox") -> list[Predict
     clip, batch size, rounds, local epochs, δ and accountant; its method must be ``"mrmtl"``, ``ValueError``
     otherwise: the theory and the privacy plan are MR-MTL's).
 
-    The prediction is :func:`fedtheory.lambda_advisor.advise_directions`'s common λ, in the units of the λ that
-    training uses: per silo the eigen-directions of ``H_k`` with their curvatures ``h_i``, statistical variance
+    The prediction is :func:`fedtheory.lambda_advisor.advise_directions`'s common λ minimising the silos' excess
+    errors weighted as the sweep's test metric weights them (test counts, :func:`fedtheory.lambda_advisor.sweep_weights`),
+    in the units of the λ that training uses: per silo the eigen-directions of ``H_k`` with their curvatures ``h_i``, statistical variance
     ``σ_k²/(n_k h_i)·(1 − ρ_i^T)²`` and DP-SGD noise (per step ``s_k² = (ηc z_k/B_k)²`` over ``T_k`` steps,
     contracted by the prox term for ``dp_model="prox"``), τ² per parameter (:func:`_tau2`, isotropic).  The
     unit-curvature advice (Thm E.5 on curvature-weighted variances ``Σ_i h_i v_i/Σ_i h_i``) comes with it as
@@ -136,10 +140,11 @@ def predict(data, config, eps_values, *, dp_model: str = "prox") -> list[Predict
     stop = [(-np.expm1(int(t) * np.log1p(-config.lr * f["h"]))) ** 2 for f, t in zip(fits, steps)]
     stat_dir = [f["sigma2"] * g / (f["n"] * f["h"]) for f, g in zip(fits, stop)]
     stat = np.array([float(f["h"] @ v) for f, v in zip(fits, stat_dir)]) / trace
-    from fedtheory.lambda_advisor import DirectionSilo, advise_directions, advise_from_variances
+    from fedtheory.lambda_advisor import DirectionSilo, advise_directions, advise_from_variances, sweep_weights
     from fedtheory.privacy.random_walk import dp_gd_noise_variance  # sympy-backed: imported here, not by `fedtrain run`
 
     B = ledger.expected_batch_sizes(n, config.batch_size)
+    weights = sweep_weights(data.test_sizes)   # the sweep's test metric weights the silos by their test counts
     out = []
     for eps in eps_values:
         if math.isinf(eps):
@@ -153,7 +158,8 @@ def predict(data, config, eps_values, *, dp_model: str = "prox") -> list[Predict
         adv = advise_from_variances(stat + dp, tau2=tau2)
         silos = [DirectionSilo(f["h"], f["U"], v, float(s2[k]), int(steps[k]))
                  for k, (f, v) in enumerate(zip(fits, stat_dir))]
-        out.append(Prediction(float(eps), advise_directions(silos, tau2, config.lr, dp_model), adv, stat, dp, z, tau2))
+        out.append(Prediction(float(eps), advise_directions(silos, tau2, config.lr, dp_model, weights=weights), adv, stat,
+                              dp, z, tau2))
     return out
 
 
@@ -214,6 +220,29 @@ def interpolated_error(curve, lam: float) -> float:
     return float(pts[0][1])
 
 
+#: ``--check`` extends its λ grid by this factor beyond the edge (and at most this many times in all).
+GRID_GROWTH = 2.0
+MAX_GRID_EXTENSIONS = 12
+
+
+def bracket_extension(lams, best: float, predicted: float) -> list[float]:
+    """The λ values to add to the swept grid ``lams`` so that it brackets the swept best and the prediction: one
+    step of :data:`GRID_GROWTH` beyond the largest λ if the best or a (finite) prediction is at or above it, and
+    below the smallest positive λ if the best is that λ with nothing below it, or a positive prediction lies below
+    it; ``[]`` when both are interior (λ = 0, local training, is an end the grid cannot pass; λ = ∞ is not swept)."""
+    lams = sorted(float(l) for l in lams)
+    pos = [l for l in lams if l > 0]
+    if not pos:
+        return []
+    out = []
+    top, low = pos[-1], pos[0]
+    if best >= top or (math.isfinite(predicted) and predicted >= top):
+        out.append(top * GRID_GROWTH)
+    if (best == low and lams[0] == low) or (0 < predicted < low):
+        out.append(low / GRID_GROWTH)
+    return out
+
+
 def _split_key(c) -> str:
     return repr(sorted(dict(c.dataset_options).items()))
 
@@ -265,9 +294,21 @@ def advise_and_check(data, configs, *, check: bool = True, store=None, progress=
             mean_gain_over_fedavg=float(first.advice.gain_over_fedavg.mean()))
         if check:
             mine = [c for c in configs if float(c.eps) == eps]
-            rows = run_sweep(mine, store=store, data=data if len(splits) == 1 else None, data_dir=data_dir,
-                             progress=progress)
-            best, curve = _best_lambda(rows)
+            added: list[float] = []
+            sweep = lambda cs: run_sweep(cs, store=store, data=data if len(splits) == 1 else None,  # noqa: E731
+                                         data_dir=data_dir, progress=progress)
+            rows = sweep(mine)
+            while True:   # extend the grid until it brackets the swept best and the prediction
+                best, curve = _best_lambda(rows)
+                more = bracket_extension(sorted({float(c.lam) for c in mine}), best, entry["predicted_lambda"])
+                if not more or len(added) >= MAX_GRID_EXTENSIONS:
+                    break
+                added += more
+                top = max(float(c.lam) for c in mine)
+                templates = [c for c in mine if float(c.lam) == top]   # one per split and seed
+                new = [c.replace(lam=lam) for lam in more for c in templates]
+                mine, rows = mine + new, list(rows) + list(sweep(new))
+            entry["grid_extended_with"] = sorted(added)
             lams = sorted({float(c.lam) for c in mine})
             by_split: dict[str, dict[float, float]] = {}
             for c, r in zip(mine, rows):

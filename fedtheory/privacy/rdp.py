@@ -278,16 +278,39 @@ def _log_a_frac_many(qs, sigmas, alphas: np.ndarray, mask: np.ndarray | None = N
         i = np.arange(start, start + chunk, dtype=float)[None, :]
         j = a - i
         s, d, z = sigma[active][:, None], den[active][:, None], z0[active][:, None]
-        log_s0 = (log_coef + i * lq[active][:, None] + j * l1q[active][:, None] + (i * i - i) / d
-                  + special.log_ndtr((z - i) / s))
-        log_s1 = (log_coef + j * lq[active][:, None] + i * l1q[active][:, None] + (j * j - j) / d
-                  + special.log_ndtr((j - z) / s))
+        lqa, l1qa = lq[active][:, None], l1q[active][:, None]
+        # _log_a_frac's sums, term by term in its order, in place (x + y and y + x round alike):
+        # log_s0 = log_coef + i·log q + j·log(1−q) + (i² − i)/(2σ²) + log Φ((z0 − i)/σ)
+        # log_s1 = log_coef + j·log q + i·log(1−q) + (j² − j)/(2σ²) + log Φ((j − z0)/σ)
+        log_s0 = i * lqa
+        log_s0 += log_coef
+        tmp = j * l1qa
+        log_s0 += tmp
+        np.divide(i * i - i, d, out=tmp)
+        log_s0 += tmp
+        np.subtract(z, i, out=tmp)
+        tmp /= s
+        special.log_ndtr(tmp, out=tmp)
+        log_s0 += tmp
+        log_s1 = j * lqa
+        log_s1 += log_coef
+        np.multiply(i, l1qa, out=tmp)
+        log_s1 += tmp
+        np.multiply(j, j, out=tmp)
+        tmp -= j
+        tmp /= d
+        log_s1 += tmp
+        np.subtract(j, z, out=tmp)
+        tmp /= s
+        special.log_ndtr(tmp, out=tmp)
+        log_s1 += tmp
         small = np.maximum(log_s0, log_s1) < -30
         done = small.any(axis=1)
         stop = np.where(done, np.argmax(small, axis=1), chunk - 1)
-        keep = np.arange(chunk)[None, :] <= stop[:, None]
+        drop = np.arange(chunk)[None, :] > stop[:, None]
         for k, terms in ((0, log_s0), (2, log_s1)):
-            part, psign = _signed_logsumexp(np.where(keep, terms, -np.inf), sign, axis=1)
+            terms[drop] = -np.inf
+            part, psign = _signed_logsumexp(terms, sign, axis=1)
             acc[k][active], acc[k + 1][active] = _signed_add(acc[k][active], acc[k + 1][active], part, psign)
         active = active[~done]
         start += chunk

@@ -66,3 +66,95 @@ def test_predict_refuses_a_method_whose_privacy_plan_is_not_mrmtls(method):
     cfg = RunConfig(dataset="gaussian", method=method, lr=0.1, rounds=2, batch_size=10, eps=1.0, delta=1e-3)
     with pytest.raises(ValueError, match=r"config.method must be 'mrmtl'.*" + method):
         predict(data, cfg, [1.0])
+
+
+# ----------------------------------------------------------------------------------------------------
+# the advisor's objective is the sweep's: silos weighted by their test counts
+# ----------------------------------------------------------------------------------------------------
+def test_sweep_weights_reproduce_the_engines_test_metric():
+    """The weights the advisor averages the silos with give a run's reported test metric from its per-silo metrics
+    (the engine's own aggregation, an independent computation); the plain mean does not (unequal test counts)."""
+    from fedtheory.lambda_advisor import sweep_weights
+    from fedtrain.engine import run
+    from fedtrain.testing import tiny_federated
+
+    data = tiny_federated("regression", num_silos=6, n_test=(5, 120), seed=4)
+    cfg = RunConfig(dataset="tiny", method="mrmtl", lam=1.0, lr=0.1, rounds=3, batch_size=16, eps=math.inf)
+    res = run(cfg, data)
+    w = sweep_weights(data.test_sizes)
+    assert abs(float(res.silo_metrics @ w) - res.test_metric) <= 1e-6 * res.test_metric
+    assert abs(float(res.silo_metrics.mean()) - res.test_metric) > 1e-3 * res.test_metric
+
+
+def _direction_silos(seed, K=6, d=3):
+    from fedtheory.lambda_advisor import DirectionSilo
+
+    rng = np.random.default_rng(seed)
+    # silos of very different noise: the noisy ones want a large λ, the clean ones a small one
+    return [DirectionSilo(rng.uniform(0.3, 3.0, d), np.linalg.qr(rng.normal(size=(d, d)))[0],
+                          rng.uniform(0.001, 0.01, d) * (5.0 if k % 2 else 1.0)) for k in range(K)]
+
+
+def test_advised_lambda_minimises_the_weighted_mean_of_the_silos_errors():
+    """``advise_directions(weights=...)`` against a brute-force minimisation of ``Σ_k ω_k E_k(λ)`` on a dense grid of
+    ``direction_errors``: the advised λ is at the dense grid's best up to its spacing and no worse; weighting the
+    clean silos up moves the advice down (the plain mean would not)."""
+    from fedtheory.lambda_advisor import advise_directions, direction_errors
+
+    silos = _direction_silos(1)
+    tau2 = 0.005
+    dense = np.logspace(-3, 3, 1201)
+    per = np.array([direction_errors(l, silos, tau2, dp_model="release") for l in dense])
+    results = {}
+    for name, w in (("uniform", np.ones(6)), ("clean heavy", np.array([10.0, 1.0] * 3))):
+        adv = advise_directions(silos, tau2, dp_model="release", weights=w)
+        obj = per @ (w / w.sum())
+        best = dense[int(np.argmin(obj))]
+        assert abs(np.log(adv.common_lambda / best)) <= np.log(dense[1] / dense[0]) + 1e-9, (name, adv.common_lambda, best)
+        assert float(direction_errors(adv.common_lambda, silos, tau2, dp_model="release") @ (w / w.sum())) <= obj.min() + 1e-12
+        results[name] = adv.common_lambda
+    assert results["clean heavy"] < 0.8 * results["uniform"]
+    assert advise_directions(silos, tau2, dp_model="release").common_lambda == results["uniform"]
+
+
+def test_predict_weights_the_silos_by_test_counts():
+    """``predict`` minimises the test-count weighted objective: its advice carries those weights, and with the test
+    counts of one silo multiplied the prediction moves (it would not under the plain mean)."""
+    from fedtrain.testing import tiny_federated
+
+    data = tiny_federated("regression", num_silos=6, n_test=(5, 120), seed=2, tau=0.3, noise=0.5)
+    cfg = RunConfig(dataset="tiny", method="mrmtl", lr=0.05, rounds=20, batch_size=16, eps=math.inf)
+    (p,) = predict(data, cfg, [math.inf])
+    assert np.allclose(p.directions.weights, data.test_sizes / data.test_sizes.sum(), rtol=0, atol=1e-15)
+
+
+def test_bracket_extension_steps_past_an_edge_best_or_prediction():
+    from fedtrain.advise import bracket_extension
+
+    grid = [0.0, 0.1, 1.0, 10.0]
+    assert bracket_extension(grid, 1.0, 2.0) == []                    # both interior
+    assert bracket_extension(grid, 10.0, 2.0) == [20.0]               # best at the top edge
+    assert bracket_extension(grid, 1.0, 31.0) == [20.0]               # prediction above the grid
+    assert bracket_extension(grid, 0.0, 0.5) == []                    # λ = 0 is an end the grid cannot pass
+    assert bracket_extension([0.1, 1.0], 0.1, 0.5) == [0.05]          # best at the lowest λ with nothing below
+    assert bracket_extension(grid, 1.0, 0.01) == [0.05]               # prediction below the smallest positive λ
+    assert bracket_extension(grid, 1.0, math.inf) == []               # FedAvg is not swept
+
+
+def test_cli_advise_check_extends_its_grid_until_the_best_is_interior(tmp_path):
+    """Non-private silos with a strong common part: MR-MTL's best λ lies above the grid given (0, 0.01); the check
+    sweeps larger λ until the best is interior, and reports what it added."""
+    import contextlib
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = main(["advise", "--dataset", "gaussian", "-D", "num_silos=8", "-D", "n=20", "-D", "tau=0.05",
+                   "--eps", "inf", "--rounds", "20", "--lr", "0.5", "--batch-size", "20", "--delta", "1e-3",
+                   "--lam", "0,0.01", "--check", "--json", "--no-progress"])
+    assert rc == 0
+    (r,) = json.loads(out.getvalue().strip().splitlines()[-1])["advice"]
+    lams = r["swept_lams"]
+    assert r["grid_extended_with"] and set(r["grid_extended_with"]) <= set(lams)
+    assert lams[0] < r["swept_best_lambda"] < lams[-1]
+    pred = float(r["predicted_lambda"])
+    assert lams[0] <= pred <= lams[-1] or not math.isfinite(pred)
