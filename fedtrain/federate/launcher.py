@@ -219,7 +219,8 @@ def deploy(spec: dict, nodes: int, *, port: int | None = None, data_dir: str | N
         (work / "spec.json").write_text(json.dumps(spec))
         env = _env(home)
         cmd = list(superlink_cmd) if superlink_cmd else [
-            _bin("flower-superlink"), "--insecure", "--host", HOST, "--port", str(port), "--isolation", "subprocess"]
+            _bin("flower-superlink"), "--insecure", "--host", HOST, "--port", str(port), "--isolation", "subprocess",
+            "--disable-runtime-dependency-installation"]  # nothing is installed at run time
         groups.start("superlink", cmd, env)
         end = time.monotonic() + connect_timeout
         while not _answers(port):

@@ -22,6 +22,7 @@ def run(spec: dict, nodes: int, num_cpus: int) -> None:
     from fedtrain.federate.client_app import app as client_app
     from fedtrain.federate.server_app import make_server_app
 
+    _start_ray(num_cpus)
     try:
         run_simulation(make_server_app(spec), client_app, num_supernodes=int(nodes),
                        backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
@@ -34,6 +35,25 @@ def run(spec: dict, nodes: int, num_cpus: int) -> None:
                 ray.shutdown()
         except ImportError:  # pragma: no cover
             pass
+
+
+def _start_ray(num_cpus: int, attempts: int = 3) -> None:
+    """Start the local Ray that Flower's Ray backend then uses (it starts one only if none is running).  Ray gives
+    its raylet a fixed 30 s to register; on a loaded machine that can fail, so it is retried ``attempts`` times."""
+    import os
+
+    import ray
+
+    env = {"PYTHONPATH": os.pathsep.join(sys.path + [os.environ.get("PYTHONPATH", "")])}
+    for attempt in range(attempts):
+        try:
+            ray.init(num_cpus=int(num_cpus), num_gpus=0, include_dashboard=False, log_to_driver=False,
+                     runtime_env={"env_vars": env})
+            return
+        except Exception:  # noqa: BLE001  Ray raises a bare Exception on a start-up time-out
+            ray.shutdown()
+            if attempt == attempts - 1:
+                raise
 
 
 if __name__ == "__main__":

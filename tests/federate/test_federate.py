@@ -114,8 +114,9 @@ def test_deployment_equals_engine():
     _check_same(res, ref, cfg)
     fed = res["extras"]["federation"]
     d = data.dim + 1  # linear model: weights and bias
-    # per round: w̄ to each of 2 nodes, one Δ per silo back, float32
-    assert fed["bytes_per_round"] == [4 * d * (2 + data.num_silos)] * cfg.rounds
+    # per round: w̄ to each of 2 nodes, the Δ of each silo back (one (A, D) array per node), float32, each array
+    # serialized as .npy (a 128-byte header)
+    assert fed["bytes_per_round"] == [4 * d * (2 + data.num_silos) + 4 * 128] * cfg.rounds
     assert fed["dropped"] == [] and fed["left_budget_spent"] == []
     assert_nothing_left()
 
@@ -142,7 +143,7 @@ def test_killed_supernode_and_spent_budget():
             groups.kill("supernode-2")
             killed.append(len(rounds))
 
-    res = deploy({"config": cfg.to_dict(), "round_timeout": 20}, 3, timeout=400,
+    res = deploy({"config": cfg.to_dict(), "round_timeout": 45}, 3, timeout=400,
                  node_options=[{"budget-rounds": 1}, {}, {}], on_progress=kill_after_first)
     assert res.get("error") is None, res.get("error")
     fed = res["extras"]["federation"]
