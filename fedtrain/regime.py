@@ -44,6 +44,10 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from fedtrain.config import paper_defaults
+from fedtrain.results import ResultsStore
+from fedtrain.sweep import expand_grid, run_sweep
+
 __all__ = ["CLIP_ONLY_EPS", "PRIVATE_EPS", "LR_PROBES", "CLIP_PROBES", "check_positive_grid",
            "check_clip_only_eps", "probe_config", "controls", "probe_phases", "decompose", "noise_bound",
            "best_cells", "summary_rows", "choose", "PAPER_MAX_LR"]
@@ -99,9 +103,6 @@ def check_clip_only_eps(eps: Any) -> float:
 def probe_config(*, lr: float, clip: float, eps: float, train_per_silo: int = 500, mask_ratio: float = 0.0,
                  seed: int = 0, num_silos: int = PROBE_SILOS, rounds: int = ROUNDS):
     """One Local run of the probes (:class:`~fedtrain.config.RunConfig`), the rest from the dataset's paper defaults."""
-    from fedtrain.config import paper_defaults
-    from fedtrain.sweep import expand_grid
-
     kw = {**paper_defaults(DATASET, "local"), "dataset": DATASET, "method": "local", "rounds": int(rounds),
           "dataset_options": {"num_silos": int(num_silos), "train_per_silo": int(train_per_silo),
                               "mask_ratio": float(mask_ratio)}}
@@ -308,9 +309,6 @@ def pack(store, out: Path, command: str, *, lrs: Sequence[float] = LR_PROBES, cl
 
 
 def main(argv=None) -> int:
-    from fedtrain.results import ResultsStore
-    from fedtrain.sweep import run_sweep
-
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--store", default=str(DEFAULT_STORE))
     p.add_argument("--status", action="store_true", help="print the finished settings; train nothing")
