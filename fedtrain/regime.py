@@ -17,10 +17,12 @@ Local's accuracy is a mean of per-silo accuracies, each silo trained alone, so f
 with more spread and cost a fifth of the grid's 40), 250 test images each, T = 40 rounds of one local epoch,
 B = 100, δ = 1e-7 (the grid's), seed 0.  Phases, most informative first:
 
-A. mask 0, 500 images a silo: η ∈ :data:`LR_PROBES` × c ∈ :data:`CLIP_PROBES` at the three controls (the no-DP run
-   depends on η only);
-B. mask 0, the paper's 1,500 images a silo (App. C.1): the best cells of A (:func:`best_cells`);
-C. mask 0.5, 500 images: the best cells of A and the committed grid's (η = 0.1, c = 1).
+A. mask 0, 500 images a silo: η ∈ :data:`LR_PROBES` within the paper's grid (≤ 0.3) × c ∈ :data:`CLIP_PROBES` at
+   the three controls (the no-DP run depends on η only);
+B1. mask 0, the paper's 1,500 images a silo (App. C.1): the best cell of A (:func:`best_cells`);
+C. mask 0.5, 500 images: the best cells of A and the committed grid's (η = 0.1, c = 1);
+B2. the other best cells of A at 1,500 images;
+D. η beyond the paper's grid (η = 1), to see where it is stable.
 
 Run (background, lowest priority; resumable: one atomic row per run in the store; ``--pack`` writes the committed
 summary ``benchmarks/regime_probes.json``)::
@@ -42,6 +44,10 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from fedtrain.config import paper_defaults
+from fedtrain.results import ResultsStore
+from fedtrain.sweep import expand_grid, run_sweep
+
 __all__ = ["CLIP_ONLY_EPS", "PRIVATE_EPS", "LR_PROBES", "CLIP_PROBES", "check_positive_grid",
            "check_clip_only_eps", "probe_config", "controls", "probe_phases", "decompose", "noise_bound",
            "best_cells", "summary_rows", "choose", "PAPER_MAX_LR"]
@@ -55,8 +61,8 @@ LR_PROBES = (0.03, 0.1, 0.3, 1.0)
 #: Clipping norms probed: the grid's c = 1, and App. C.4's c = 8 for Het. CIFAR-10, and one between.
 CLIP_PROBES = (1.0, 3.0, 8.0)
 #: The order phase A visits the (η, c) cells in: the committed grid's (0.1, 1) first, then outwards.
-_CELL_ORDER = ((0.1, 1.0), (0.3, 1.0), (0.1, 3.0), (0.03, 8.0), (0.3, 3.0), (0.1, 8.0), (1.0, 1.0), (0.03, 3.0),
-               (0.03, 1.0), (0.3, 8.0), (1.0, 3.0), (1.0, 8.0))
+_CELL_ORDER = ((0.1, 1.0), (0.3, 1.0), (0.1, 3.0), (0.3, 3.0), (0.03, 8.0), (0.1, 8.0), (0.3, 8.0), (0.03, 3.0),
+               (0.03, 1.0), (1.0, 1.0), (1.0, 3.0), (1.0, 8.0))
 DATASET = "rotated-masked-fashion"
 PROBE_SILOS = 8
 ROUNDS = 40
@@ -97,9 +103,6 @@ def check_clip_only_eps(eps: Any) -> float:
 def probe_config(*, lr: float, clip: float, eps: float, train_per_silo: int = 500, mask_ratio: float = 0.0,
                  seed: int = 0, num_silos: int = PROBE_SILOS, rounds: int = ROUNDS):
     """One Local run of the probes (:class:`~fedtrain.config.RunConfig`), the rest from the dataset's paper defaults."""
-    from fedtrain.config import paper_defaults
-    from fedtrain.sweep import expand_grid
-
     kw = {**paper_defaults(DATASET, "local"), "dataset": DATASET, "method": "local", "rounds": int(rounds),
           "dataset_options": {"num_silos": int(num_silos), "train_per_silo": int(train_per_silo),
                               "mask_ratio": float(mask_ratio)}}
@@ -163,20 +166,29 @@ def best_cells(store, lrs: Sequence[float], clips: Sequence[float], k: int = 2, 
 
 def probe_phases(store, lrs: Sequence[float] = LR_PROBES, clips: Sequence[float] = CLIP_PROBES, *,
                  clip_only_eps: float = CLIP_ONLY_EPS) -> list[tuple[str, list]]:
-    """The probes' phases as ``(name, configs)``; B and C depend on A's results in ``store`` (empty until A is done).
-    ``lrs``, ``clips``: the η and clip grids of phase A (non-empty, finite, positive)."""
+    """The probes' phases as ``(name, configs)``, in the order they run; B1, C and B2 depend on A's results in
+    ``store`` (empty until A is done).  ``lrs``, ``clips``: the η and clip grids (non-empty, finite, positive).
+
+    A: mask 0, 500 images, the (η, c) cells with η within the paper's grid (η ≤ :data:`PAPER_MAX_LR`);
+    B1: the best cell of A (:func:`best_cells`) at the paper's 1,500 images; C: mask 0.5 at the best cells of A and
+    at the committed grid's (0.1, 1); B2: the other best cells at 1,500 images; D: the cells with η beyond the
+    paper's grid (where they are stable), last."""
     lrs = check_positive_grid("lrs", lrs)
     clips = check_positive_grid("clips", clips)
     ce = check_clip_only_eps(clip_only_eps)
     order = [cell for cell in _CELL_ORDER if cell[0] in lrs and cell[1] in clips]
     order += [(lr, c) for lr in lrs for c in clips if (lr, c) not in order]
-    phase_a = [cfg for lr, c in order for cfg in controls(lr, c, clip_only_eps=ce).values()]
+    inside = [cell for cell in order if cell[0] <= PAPER_MAX_LR]
+    beyond = [cell for cell in order if cell[0] > PAPER_MAX_LR]
+    phase_a = [cfg for lr, c in inside for cfg in controls(lr, c, clip_only_eps=ce).values()]
     a_done = all(store.has(c) for c in phase_a)
-    best = best_cells(store, lrs, clips, clip_only_eps=ce) if a_done else []
-    phase_b = [cfg for lr, c in best for cfg in controls(lr, c, train_per_silo=1500, clip_only_eps=ce).values()]
-    masked = list(dict.fromkeys([*best, (0.1, 1.0)]))
+    best = best_cells(store, [lr for lr in lrs if lr <= PAPER_MAX_LR], clips, clip_only_eps=ce) if a_done else []
+    big = [[cfg for cfg in controls(lr, c, train_per_silo=1500, clip_only_eps=ce).values()] for lr, c in best]
+    masked = list(dict.fromkeys([*best, (0.1, 1.0)])) if best else [(0.1, 1.0)]
     phase_c = [cfg for lr, c in masked for cfg in controls(lr, c, mask_ratio=0.5, clip_only_eps=ce).values()]
-    return [("A", phase_a), ("B", phase_b), ("C", phase_c)]
+    phase_d = [cfg for lr, c in beyond for cfg in controls(lr, c, clip_only_eps=ce).values()]
+    return [("A", phase_a), ("B1", big[0] if big else []), ("C", phase_c),
+            ("B2", [cfg for part in big[1:] for cfg in part]), ("D", phase_d)]
 
 
 def _split(text: str) -> list[str]:
@@ -252,6 +264,19 @@ def choose(rows: Sequence[dict]) -> dict:
             "noise_bound": bool(bound), "acc_private": best["acc_private"], "why": why}
 
 
+def markdown_table(rows: Sequence[dict]) -> str:
+    """The probes as a Markdown table (benchmarks/README.md): one line per setting, the decomposition and whether
+    noise costs at least as much as clipping."""
+    out = ["| images/silo | mask | η | c | no DP | clip only | private (ε = 4) | clipping cost | noise cost | "
+           "noise-bound | z |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: (r["mask_ratio"], r["train_per_silo"], r["lr"], r["clip"])):
+        out.append(f"| {r['train_per_silo']:,} | {r['mask_ratio']:g} | {r['lr']:g} | {r['clip']:g} | "
+                   f"{r['acc_nodp']:.4f} | {r['acc_clip_only']:.4f} | {r['acc_private']:.4f} | "
+                   f"{r['clip_cost']:+.4f} | {r['noise_cost']:+.4f} | {'**yes**' if r['noise_bound'] else 'no'} | "
+                   f"{r['z_private']:.3f} |")
+    return "\n".join(out)
+
+
 def _provenance(command: str) -> dict:
     def git(*args):
         try:
@@ -284,15 +309,13 @@ def pack(store, out: Path, command: str, *, lrs: Sequence[float] = LR_PROBES, cl
 
 
 def main(argv=None) -> int:
-    from fedtrain.results import ResultsStore
-    from fedtrain.sweep import run_sweep
-
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--store", default=str(DEFAULT_STORE))
     p.add_argument("--status", action="store_true", help="print the finished settings; train nothing")
     p.add_argument("--pack", default=None, metavar="FILE", help=f"write the summary (e.g. {DEFAULT_PACK}); train nothing")
     p.add_argument("--stop-by", type=float, default=None, metavar="S",
                    help="start no run after S seconds from the start")
+    p.add_argument("--markdown", action="store_true", help="print the finished settings as a Markdown table")
     p.add_argument("--lrs", default=",".join(map(str, LR_PROBES)), help="η grid, comma-separated")
     p.add_argument("--clips", default=",".join(map(str, CLIP_PROBES)), help="clip grid, comma-separated")
     p.add_argument("--clip-only-eps", default=str(CLIP_ONLY_EPS), help="ε of the clip-only control (finite, >= 1e5)")
@@ -306,6 +329,9 @@ def main(argv=None) -> int:
         return 2
     ce = float(args.clip_only_eps)
     store = ResultsStore(args.store)
+    if args.markdown:
+        print(markdown_table(summary_rows(store, lrs, clips, clip_only_eps=ce)))
+        return 0
     if args.pack or args.status:
         rows = summary_rows(store, lrs, clips, clip_only_eps=ce)
         for r in rows:
@@ -320,8 +346,8 @@ def main(argv=None) -> int:
         return 0
     started = time.perf_counter()
     print(f"started {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}", flush=True)
-    for name in ("A", "B", "C"):
-        phases = dict(probe_phases(store, lrs, clips, clip_only_eps=ce))  # B and C are chosen once A is in the store
+    for name in ("A", "B1", "C", "B2", "D"):
+        phases = dict(probe_phases(store, lrs, clips, clip_only_eps=ce))  # B1, C, B2 are chosen once A is in the store
         todo = [c for c in _dedupe(phases[name]) if not store.has(c)]
         print(f"phase {name}: {len(todo)} runs to do", flush=True)
         for c in todo:

@@ -105,10 +105,10 @@ class IFCA(Method):
         info = getattr(self.tr.data, "info", None) or {}
         groups = info.get("rotation_group", info.get("cluster_of_silo"))
         if groups is not None and len(groups) == len(clusters):
-            from fedtrain.analysis import co_clustering_agreement
-
-            out["cluster_ari"] = float(adjusted_rand_score(list(groups), clusters))
-            out["cluster_rand"] = co_clustering_agreement(clusters, list(groups))
+            a, g = np.asarray(clusters), np.asarray(groups)
+            off = ~np.eye(a.size, dtype=bool)  # the Rand index: pairs both put together or both apart
+            out["cluster_ari"] = float(adjusted_rand_score(g, a))
+            out["cluster_rand"] = float(((a[:, None] == a[None, :]) == (g[:, None] == g[None, :]))[off].mean())
         return out
 
     # -- checks before training -------------------------------------------------------------------------

@@ -80,8 +80,9 @@ class FakeStore:
 def test_phases_pick_the_best_private_cells_and_a_noise_bound_one():
     empty = FakeStore(lambda lr, c, eps: None)
     phases = dict(regime.probe_phases(empty))
-    assert len({c.key() for c in phases["A"]}) == 4 + 2 * 12  # no DP once per η
-    assert phases["B"] == []  # chosen only once A is done
+    assert len({c.key() for c in phases["A"]}) == 3 + 2 * 9  # η within the paper's grid; no DP once per η
+    assert {c.lr for c in phases["D"]} == {1.0} and len({c.key() for c in phases["D"]}) == 1 + 2 * 3
+    assert phases["B1"] == phases["B2"] == []  # chosen only once A is done
     assert {(c.lr, c.clip) for c in phases["C"] if math.isfinite(c.eps)} == {(0.1, 1.0)}
 
     def acc(lr, c, eps):  # private best at (0.3, 3) and (0.1, 3); only (0.03, 8) is noise-bound
@@ -94,8 +95,12 @@ def test_phases_pick_the_best_private_cells_and_a_noise_bound_one():
     store = FakeStore(acc)
     assert regime.best_cells(store, regime.LR_PROBES, regime.CLIP_PROBES) == [(0.3, 3.0), (0.1, 3.0), (0.03, 8.0)]
     phases = dict(regime.probe_phases(store))
-    assert {(c.lr, c.clip, c.dataset_options["train_per_silo"]) for c in phases["B"] if math.isfinite(c.eps)} == {
-        (0.3, 3.0, 1500), (0.1, 3.0, 1500), (0.03, 8.0, 1500)}
+    assert {(c.lr, c.clip, c.dataset_options["train_per_silo"]) for c in phases["B1"] if math.isfinite(c.eps)} == {
+        (0.3, 3.0, 1500)}
+    assert {(c.lr, c.clip, c.dataset_options["train_per_silo"]) for c in phases["B2"] if math.isfinite(c.eps)} == {
+        (0.1, 3.0, 1500), (0.03, 8.0, 1500)}
+    assert {(c.lr, c.clip) for c in phases["C"] if math.isfinite(c.eps)} == {(0.3, 3.0), (0.1, 3.0), (0.03, 8.0),
+                                                                             (0.1, 1.0)}
     rows = regime.summary_rows(store)
     assert len(rows) == 12 and [(r["lr"], r["clip"]) for r in rows if r["noise_bound"]] == [(0.03, 8.0)]
 

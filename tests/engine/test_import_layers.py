@@ -41,6 +41,7 @@ LAYER_OF = {
     "fedtrain.results": "core",
     "fedtrain.presets": "experiments",
     "fedtrain.sweep": "experiments",
+    "fedtrain.regime": "experiments",
     "fedtrain.executors": "experiments",
     "fedtrain.book_results": "experiments",
     "fedtrain.figures": "experiments",
