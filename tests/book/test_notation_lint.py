@@ -129,3 +129,12 @@ def test_chapters_use_the_notation_pages_symbols():
     phrases = owned_phrases((BOOK / "notation.md").read_text(encoding="utf-8"))
     bad = violations(phrases, _texts(), owned_symbols((BOOK / "notation.md").read_text(encoding="utf-8")))
     assert not bad, "\n".join(bad)
+
+
+def test_cite_page_quotes_the_bibliography():
+    """The "How to cite" page's BibTeX for the four papers is the bibliography's, character for character."""
+    cite = (BOOK / "cite.md").read_text(encoding="utf-8")
+    bib = (BOOK / "references.bib").read_text(encoding="utf-8")
+    for key in ("liu2022privacy", "aldaghri2021fedhdp", "heikkila2025secagg", "liu2023pets"):
+        entry = re.search(r"@\w+\{" + key + r",.*?\n\}\n", bib, flags=re.S).group(0)
+        assert entry in cite, key
