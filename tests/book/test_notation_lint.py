@@ -138,3 +138,23 @@ def test_cite_page_quotes_the_bibliography():
     for key in ("liu2022privacy", "aldaghri2021fedhdp", "heikkila2025secagg", "liu2023pets"):
         entry = re.search(r"@\w+\{" + key + r",.*?\n\}\n", bib, flags=re.S).group(0)
         assert entry in cite, key
+
+
+EXERCISE_CHAPTERS = ("mean_estimation", "fedhdp_theory", "tuning_cost", "secagg", "privacy_primer", "practitioner_pipeline")
+DERIVATION_CHAPTERS = EXERCISE_CHAPTERS[:5]
+
+
+def test_collapsed_solutions_say_solution_and_theory_chapters_have_a_derivation_exercise():
+    """Every collapsed solution of these chapters shows the label "Solution" (myst-nb's cell-level
+    ``code_prompt_show``), and each theory chapter has a derivation exercise whose worked steps sit in a
+    dropdown titled "Solution"."""
+    for name in EXERCISE_CHAPTERS:
+        cells = json.loads((BOOK / f"{name}.ipynb").read_text(encoding="utf-8"))["cells"]
+        sols = [c for c in cells if c["cell_type"] == "code" and "".join(c["source"]).startswith("# Solution")]
+        assert sols, name
+        for c in sols:
+            assert "hide-cell" in c["metadata"].get("tags", []), name
+            assert c["metadata"].get("mystnb", {}).get("code_prompt_show") == "Solution", (name, "".join(c["source"])[:40])
+        if name in DERIVATION_CHAPTERS:
+            md = ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
+            assert any("**Exercise" in s and "derive" in s.lower() and ":::{dropdown} Solution" in s for s in md), name
