@@ -4,7 +4,7 @@ The page (``book/notation.md``) gives each quantity one symbol; a row whose mean
 ("communication **rounds**", "**clip norm**", ...) owns that phrase: wherever a chapter names the quantity next to
 a symbol ("$R$ rounds", "rounds $R$", "clip norm $C$"), the symbol must be the row's.  Checked: every chapter's
 Markdown (notebooks' Markdown cells and MyST pages) and the string literals of the notebooks' code cells and of the
-library modules that draw the figures (figure titles, axis labels, legends).  The table is read from the page, so a new bold phrase is linted at once."""
+libraries (figure titles, axis labels and legends drawn by library code, and the docstrings the API pages render).  The table is read from the page, so a new bold phrase is linted at once."""
 from __future__ import annotations
 
 import ast
@@ -72,9 +72,8 @@ def _texts() -> list[tuple[str, str]]:
                 for node in ast.walk(tree):
                     if isinstance(node, ast.Constant) and isinstance(node.value, str) and not node.value.startswith("#"):
                         out.append((f"{path.name} cell {i} (code string)", node.value))
-    for path in sorted((ROOT / "fedtheory" / "figures").rglob("*.py")) + [ROOT / "fedtrain" / "figures.py",
-                                                                         ROOT / "fedtrain" / "practice.py"]:
-        if path.is_file():  # the library code that draws the book's figures: titles, axis labels, legends
+    for path in sorted((ROOT / "fedtheory").rglob("*.py")) + sorted((ROOT / "fedtrain").rglob("*.py")):
+        if path.is_file():  # figure titles, axis labels, legends, and the docstrings the API pages render
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.Constant) and isinstance(node.value, str):
                     out.append((f"{path.relative_to(ROOT)} line {node.lineno}", node.value))
