@@ -66,7 +66,7 @@ class Prediction:
     """One ε's prediction: λ in training units (``directions``), the unit-curvature advice of App. E.5 on
     curvature-weighted variances (``advice``, kept for comparison), and the ingredients per silo."""
 
-    eps: float
+    eps: float | tuple[float, ...]  # one ε for all silos, or one per silo
     directions: DirectionAdvice
     advice: Advice
     stat_var: np.ndarray   # statistical part of σ̃_k² (curvature-weighted)
@@ -111,7 +111,7 @@ def _tau2(data, fits) -> float:
 
 
 def predict(data, config, eps_values, *, dp_model: str = "prox") -> list[Prediction]:
-    """Predicted λ for every ε of ``eps_values`` (``config``: a :class:`fedtrain.config.RunConfig` giving lr,
+    """Predicted λ for every ε of ``eps_values`` (each one ε for all silos or a tuple of one ε per silo; ``config``: a :class:`fedtrain.config.RunConfig` giving lr,
     clip, batch size, rounds, local epochs, δ and accountant; its method must be ``"mrmtl"``, ``ValueError``
     otherwise: the theory and the privacy plan are MR-MTL's).
 
@@ -146,8 +146,10 @@ def predict(data, config, eps_values, *, dp_model: str = "prox") -> list[Predict
     B = ledger.expected_batch_sizes(n, config.batch_size)
     weights = sweep_weights(data.test_sizes)   # the sweep's test metric weights the silos by their test counts
     out = []
-    for eps in eps_values:
-        if math.isinf(eps):
+    for eps in eps_values:  # one ε for all silos, or one per silo (a sequence of K values)
+        if isinstance(eps, (list, tuple, np.ndarray)):
+            eps = tuple(float(e) for e in eps)
+        if np.all(np.isinf(np.atleast_1d(np.asarray(eps, dtype=float)))):
             z = np.zeros(K)
         else:
             e, d = resolve_budgets(config.replace(eps=eps), data)
@@ -158,8 +160,9 @@ def predict(data, config, eps_values, *, dp_model: str = "prox") -> list[Predict
         adv = advise_from_variances(stat + dp, tau2=tau2)
         silos = [DirectionSilo(f["h"], f["U"], v, float(s2[k]), int(steps[k]))
                  for k, (f, v) in enumerate(zip(fits, stat_dir))]
-        out.append(Prediction(float(eps), advise_directions(silos, tau2, config.lr, dp_model, weights=weights), adv, stat,
-                              dp, z, tau2))
+        out.append(Prediction(eps if isinstance(eps, tuple) else float(eps),
+                              advise_directions(silos, tau2, config.lr, dp_model, weights=weights), adv, stat, dp, z,
+                              tau2))
     return out
 
 

@@ -212,10 +212,10 @@ class RunConfig(OptionsConfig):
         when known, else :func:`default_delta` of each silo's n_k.  Every δ_k must satisfy the
         paper's rule δ_k < n_k^{-1.1} (checked when the data are known).
         accountant: ``rdp`` (Opacus RDP, the paper's), ``pld`` (dp_accounting PLD), ``prv`` (Opacus PRV).
-        clip: per-example L2 clipping norm c.
+        clip: per-example L2 clip norm C.
 
     Optimization
-        lr: client learning rate η; rounds: communication rounds T; local_epochs: DP-SGD epochs per
+        lr: client learning rate η; rounds: communication rounds R; local_epochs: DP-SGD epochs per
         round (Poisson-sampled batches at rate q_k = min(B, n_k)/n_k); batch_size: expected batch B.
 
     Method
@@ -244,13 +244,13 @@ class RunConfig(OptionsConfig):
                        help="regularization strength lambda of MR-MTL / Ditto / Mocha / IFCA-MR-MTL")
     lr: float = param(0.01, kind="float", low=0.0, low_open=True, help="client learning rate")
     rounds: int = param(200, kind="int", low=1, default_note="the paper's for the dataset, else 200",
-                        help="communication rounds T")
+                        help="communication rounds R")
     local_epochs: int = param(1, kind="int", low=1, default_note="the paper's for the dataset, else 1",
                               help="DP-SGD epochs per round")
     batch_size: int = param(32, kind="int", low=1, default_note="the paper's for the dataset, else 32",
                             help="expected Poisson batch size B")
     clip: float = param(1.0, kind="float", low=0.0, low_open=True,
-                        default_note="the paper's for the dataset, else 1.0", help="per-example clipping norm c")
+                        default_note="the paper's for the dataset, else 1.0", help="per-example clip norm C")
     seed: int = param(0, kind="int", low=0, high=2**53, high_open=True, flags=("--seeds", "--seed"),
                       help="training seed (sampling, noise, initialization)")
     device: str = param("cpu", kind="choice", choices=DEVICES, help="torch device")

@@ -8,7 +8,7 @@ carry noise ``z_Δ S`` gives one Gaussian with the **effective noise multiplier*
 
     z = (z_Δ⁻² + (2 z_b)⁻²)^(-1/2)          (Andrew et al., Thm. 1; the paper's Table 7 reports z)
 
-so a run of T rounds is ``PoissonSampledDpEvent(q, GaussianDpEvent(z))`` self-composed T times, per
+so a run of R rounds is ``PoissonSampledDpEvent(q, GaussianDpEvent(z))`` self-composed R times, per
 private group, accounted in the book's registry (:mod:`fedtheory.privacy.accountants`).  Given the
 effective z (what the paper reports), the update noise is :func:`update_noise_multiplier`.  Without
 adaptive clipping (``η_b = 0``) no count is released and ``z_Δ = z``.
@@ -120,8 +120,8 @@ def group_epsilon(noise_multiplier: float, sample_rate: float, rounds: int, delt
 
 def rounds_within(epsilon: float, noise_multiplier: float, sample_rate: float, delta: float,
                   accountant: str = "rdp", *, max_rounds: int = 100_000) -> int:
-    """The largest number of rounds T with :func:`group_epsilon` (T) ≤ ``epsilon`` (client-level add/remove, the
-    named accountant): a bisection on T, since ε grows with the rounds.  0 if one round already costs more;
+    """The largest number of rounds R with :func:`group_epsilon` (R) ≤ ``epsilon`` (client-level add/remove, the
+    named accountant): a bisection on R, since ε grows with the rounds.  0 if one round already costs more;
     ``ValueError`` for a non-positive ``epsilon`` or ``noise_multiplier``, or if ``max_rounds`` rounds still fit."""
     if not 0.0 < float(epsilon) < math.inf:
         raise ValueError(f"epsilon must be a positive finite number (got {epsilon!r})")

@@ -58,7 +58,7 @@ class FedHDPConfig(OptionsConfig):
                                   help="loader options, e.g. num_clients=200 (the population seed: seed)")
     method: str = param("fedhdp", kind="choice", choices=CLIENT_METHODS,
                         help="client-level method (privacy unit: a client)")
-    rounds: int = param(500, kind="int", low=1, help="communication rounds T (paper: 500)")
+    rounds: int = param(500, kind="int", low=1, help="communication rounds R (paper: 500)")
     local_epochs: int = param(1, kind="int", low=1, help="local epochs E per round (Table 7: 25)")
     batch_size: int = param(20, kind="int", low=1, help="local batch size (Table 7: 20)")
     lr: float = param(0.5, kind="float", low=0.0, low_open=True, help="local learning rate eta (Table 7: 0.5)")
