@@ -46,8 +46,11 @@ def _floats(name: str, value: Any, k: int, where: str) -> np.ndarray:
     from fedtrain.encoding import decode_floats
 
     try:
-        arr = np.atleast_1d(np.asarray(decode_floats(value) if isinstance(value, (list, str)) else value,
-                                       dtype=float))
+        try:  # numbers, and the encoder's "inf"/"nan" strings, which numpy reads as such
+            arr = np.atleast_1d(np.asarray(value, dtype=float))
+        except (TypeError, ValueError):
+            arr = np.atleast_1d(np.asarray(decode_floats(value) if isinstance(value, (list, str)) else value,
+                                           dtype=float))
     except (TypeError, ValueError):
         raise ResultsStoreError(f"results store row {where}: {name} is not a list of numbers; delete it to "
                                 "recompute the run") from None
@@ -122,6 +125,7 @@ class ClaimChecker:
         self._eps: dict[tuple, float] = {}
         #: (accountant, z, q, steps, selections, ε_sel, δ, order) -> ε at that one order
         self._at_order: dict[tuple, float] = {}
+        self._blocks: dict[tuple, np.ndarray] = {}
         self.evaluations = 0
 
     # -- ε, certified ----------------------------------------------------------------------------------
@@ -217,21 +221,40 @@ class ClaimChecker:
             self._fail(where, f"delta {float(delta[private][0])!r} is not its budget's {float(want[private][0])!r}")
         if not ((delta[private] > 0) & (delta[private] < 1)).all():
             self._fail(where, "a private silo's delta is not in (0, 1)")
-        for i in np.flatnonzero(private):
-            if t[i] == 0 and s[i] == 0:
-                continue
-            if not (z[i] > 0 and math.isfinite(z[i])):
-                self._fail(where, f"silo {i} has budget eps={target[i]:g} but noise multiplier {float(z[i])!r}")
-            key = (float(z[i]), float(q[i]), int(t[i]), int(s[i]), float(se[i]), float(delta[i]))
-            bound = min(float(claimed[i]) * (1 + CLAIM_RTOL), float(target[i]))
-            eps = self.certified(acc, key, bound, orders[i])
-            if not eps <= claimed[i] * (1 + CLAIM_RTOL):
-                self._fail(where, f"silo {i} claims eps={float(claimed[i])!r} but its noise (z={float(z[i])!r}, "
-                                  f"q={float(q[i])!r}, "
-                                  f"{int(t[i])} steps, {acc} accountant) gives eps={eps!r}")
-            if not eps <= target[i]:
-                self._fail(where, f"silo {i} spends eps={eps!r} ({acc} accountant), above its budget "
-                                  f"eps={float(target[i])!r}")
+        eps = self._silo_epsilons(acc, private, z, q, t, s, se, delta, claimed, orders, target, where)
+        over = np.flatnonzero(private & ~(eps <= target))
+        if over.size:
+            i = int(over[0])
+            self._fail(where, f"silo {i} spends eps={float(eps[i])!r} ({acc} accountant), above its budget "
+                              f"eps={float(target[i])!r}")
+
+    def _silo_epsilons(self, acc, private, z, q, t, s, se, delta, claimed, orders, target, where) -> np.ndarray:
+        """ε of every private silo, certified, and each within :data:`CLAIM_RTOL` of its claim; rows with the same
+        privacy block (a grid's λ × η cells) share one evaluation."""
+        block = (acc, private.tobytes(), z.tobytes(), q.tobytes(), t.tobytes(), s.tobytes(), se.tobytes(),
+                 delta.tobytes(), claimed.tobytes(), tuple(orders))
+        if block in self._blocks:
+            eps = self._blocks[block]
+        else:
+            eps = np.zeros(z.size)
+            for i in np.flatnonzero(private):
+                if t[i] == 0 and s[i] == 0:
+                    continue
+                if not (z[i] > 0 and math.isfinite(z[i])):
+                    self._fail(where, f"silo {i} has budget eps={target[i]:g} but noise multiplier {float(z[i])!r}")
+                key = (float(z[i]), float(q[i]), int(t[i]), int(s[i]), float(se[i]), float(delta[i]))
+                eps[i] = e = self.certified(acc, key, float(claimed[i]) * (1 + CLAIM_RTOL), orders[i])
+                if not e <= claimed[i] * (1 + CLAIM_RTOL):
+                    self._fail(where, f"silo {i} claims eps={float(claimed[i])!r} but its noise (z={float(z[i])!r}, "
+                                      f"q={float(q[i])!r}, {int(t[i])} steps, {acc} accountant) gives eps={e!r}")
+            self._blocks[block] = eps
+        over = np.flatnonzero(private & ~(eps <= target))
+        if over.size:  # an ε at one order may sit an ulp above the grid's: the accountant's own ε decides
+            eps = eps.copy()
+            for i in over:
+                eps[i] = self._full(acc, (float(z[i]), float(q[i]), int(t[i]), int(s[i]), float(se[i]),
+                                          float(delta[i])))
+        return eps
 
     def _check_rates(self, q: np.ndarray, batch_size: int, train_size: Any, where: str) -> None:
         """``q_k = min(1, B/n_k)`` for silo sizes ``n_k`` that add up to the data's training size."""
