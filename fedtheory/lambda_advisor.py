@@ -45,7 +45,7 @@ from fedtheory.privacy.gaussian import analytic_gaussian_sigma, gaussian_sigma, 
 
 __all__ = ["CALIBRATIONS", "DP_MODELS", "Advice", "DirectionSilo", "DirectionAdvice", "noise_std",
            "estimate_tau2_heterogeneous", "estimate_tau2_reml", "derive_direction_lambda", "direction_lambda",
-           "direction_errors", "advise_directions", "sweep_weights",
+           "direction_errors", "advise_directions", "sweep_weights", "prox_clip_saturation", "drifted_walk_mean_radius",
            "advise_from_variances", "advise"]
 
 CALIBRATIONS = ("analytic", "rdp", "classic")
@@ -378,3 +378,43 @@ def advise_directions(silos, tau2: float, lr: float = 1.0, dp_model: str = "prox
     common = refine(lambda l: float(direction_errors(l, silos, tau2, lr, dp_model) @ w), int(np.argmin(avg)))
     lam_k = np.array([float(g[int(np.argmin(per[:, k]))]) for k in range(len(silos))])
     return DirectionAdvice(common, lam_k, g, avg, dp_model, None if weights is None else w)
+
+
+# --------------------------------------------------------------------------------------------------
+# the prox term clipped together with each example's gradient: where its pull stops growing with λ
+# --------------------------------------------------------------------------------------------------
+
+def drifted_walk_mean_radius(dim: int, step_std: float, drift: float) -> float:
+    """Stationary mean distance from the origin of a walk in ``dim`` dimensions that adds ``N(0, step_std²I)`` per step
+    and moves ``drift`` toward the origin per step: ``dim·step_std²/(2·drift)``.
+
+    Derivation (diffusion limit, ``drift ≪ step_std``): ``dX = −drift·X/|X| dt + step_std dW`` has the stationary
+    density ``∝ exp(−2·drift·|x|/step_std²)``, so ``|X|`` has density ``∝ r^{dim−1} exp(−2·drift·r/step_std²)``, a
+    Gamma(dim, step_std²/(2·drift)) law whose mean is the value returned."""
+    dim = int(check_integer_at_least("dim", dim, 1))
+    s = float(check_positive("step_std", step_std))
+    mu = float(check_positive("drift", drift))
+    return dim * s * s / (2.0 * mu)
+
+
+def prox_clip_saturation(batch, dim: int, lr: float, noise_multiplier) -> np.ndarray:
+    """λ above which MR-MTL's prox term, clipped together with each example's gradient, stops pulling harder:
+    ``λ_sat = 2B²/(D·η·z²)`` per silo (``batch`` B: expected batch size, ``dim`` D: parameters, ``lr`` η, noise
+    multiplier z; the clip norm c cancels).
+
+    Model (assumptions: the prox term dominates each clipped vector, the data gradient is small next to it).  A
+    clip-together DP-SGD step adds ``clip(g_i + λ(w − w̄))`` over the batch: once ``λ‖w − w̄‖ ≥ c`` every clipped vector
+    is ``c`` times the unit vector toward the centre, so the step moves ``η·c`` toward it whatever λ is, while the
+    noise adds ``N(0, s²I)``, ``s = η·c·z/B``.  The distance to the centre then settles at
+    :func:`drifted_walk_mean_radius` ``d = D·s²/(2ηc) = D·η·c·z²/(2B²)``, and the pull saturates where ``λ·d = c``.
+    Beyond ``λ_sat`` a larger λ adds no pull toward the centre but scales each example's data gradient down by about
+    ``c/(λ·d)``: the silo learns less from its own data and the test error rises with λ.  (With the prox term added
+    after the noise, ``prox_mode="post-noise"``, the pull is ``λ(w − w̄)`` at every λ and nothing saturates.)"""
+    B = as_float_array("batch", batch)
+    z = as_float_array("noise_multiplier", noise_multiplier)
+    if (B <= 0).any() or (z <= 0).any():
+        raise ValueError("batch and noise_multiplier must be > 0 (a non-private silo, z = 0, never saturates: inf)")
+    dim = int(check_integer_at_least("dim", dim, 1))
+    eta = float(check_positive("lr", lr))
+    out = 2.0 * B**2 / (dim * eta * z**2)
+    return out

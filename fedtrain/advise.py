@@ -18,6 +18,12 @@ direction:
 * τ² per parameter, assumed isotropic (``w_k ~ N(θ, τ²I)``): estimated from the spread of the silos' OLS fits
   around the pooled fit, measured in each silo's curvature, minus their statistical variances (method of moments).
 
+With the prox term clipped together with each example's gradient (``prox_mode="clip-together"``, the default) its
+pull stops growing above ``λ_sat = 2B²/(Dηz²)`` (:func:`fedtheory.lambda_advisor.prox_clip_saturation`); the report
+gives ``clip_saturation_lambda`` (the silos' λ_sat averaged with the sweep's weights) and ``capped_lambda``, the
+prediction capped there (with ``--check``: ``excess_at_capped``).  The model behind ``predicted_lambda`` has an
+unclipped prox term: that of ``prox_mode="post-noise"``.
+
 The advice is :func:`fedtheory.lambda_advisor.advise_directions`'s common λ, minimising the silos' predicted excess
 test error averaged as a ``fedtrain sweep``'s test metric averages them, weighted by test counts
 (:func:`fedtheory.lambda_advisor.sweep_weights`), which is what a sweep over one λ finds.  For comparison the unit-curvature advice
@@ -73,6 +79,15 @@ class Prediction:
     dp_var: np.ndarray     # DP-SGD noise part of σ̃_k² (curvature-weighted, no prox)
     noise_multipliers: np.ndarray
     tau2: float
+    #: per silo, the λ above which a prox term clipped with each example's gradient stops pulling harder
+    #: (:func:`fedtheory.lambda_advisor.prox_clip_saturation`; inf without noise)
+    clip_saturation: np.ndarray = None  # type: ignore[assignment]
+    weights: np.ndarray = None  # type: ignore[assignment]
+
+    @property
+    def clip_saturation_lambda(self) -> float:
+        """The silos' saturation λ averaged with the sweep's weights (inf if a silo has no noise)."""
+        return float(self.clip_saturation @ self.weights)
 
     @property
     def predicted_lambda(self) -> float:
@@ -140,7 +155,8 @@ def predict(data, config, eps_values, *, dp_model: str = "prox") -> list[Predict
     stop = [(-np.expm1(int(t) * np.log1p(-config.lr * f["h"]))) ** 2 for f, t in zip(fits, steps)]
     stat_dir = [f["sigma2"] * g / (f["n"] * f["h"]) for f, g in zip(fits, stop)]
     stat = np.array([float(f["h"] @ v) for f, v in zip(fits, stat_dir)]) / trace
-    from fedtheory.lambda_advisor import DirectionSilo, advise_directions, advise_from_variances, sweep_weights
+    from fedtheory.lambda_advisor import (DirectionSilo, advise_directions, advise_from_variances, prox_clip_saturation,
+                                          sweep_weights)
     from fedtheory.privacy.random_walk import dp_gd_noise_variance  # sympy-backed: imported here, not by `fedtrain run`
 
     B = ledger.expected_batch_sizes(n, config.batch_size)
@@ -160,9 +176,12 @@ def predict(data, config, eps_values, *, dp_model: str = "prox") -> list[Predict
         adv = advise_from_variances(stat + dp, tau2=tau2)
         silos = [DirectionSilo(f["h"], f["U"], v, float(s2[k]), int(steps[k]))
                  for k, (f, v) in enumerate(zip(fits, stat_dir))]
+        sat = np.full(K, np.inf)
+        noisy = z > 0
+        sat[noisy] = prox_clip_saturation(B[noisy], fits[0]["H"].shape[0], config.lr, z[noisy])
         out.append(Prediction(eps if isinstance(eps, tuple) else float(eps),
                               advise_directions(silos, tau2, config.lr, dp_model, weights=weights), adv, stat, dp, z,
-                              tau2))
+                              tau2, sat, weights))
     return out
 
 
@@ -294,7 +313,8 @@ def advise_and_check(data, configs, *, check: bool = True, store=None, progress=
             tau2=float(np.median([p["model"][i].tau2 for p in preds.values()])),
             mean_sigma_loc2=float(first.advice.sigma_loc2.mean()),
             mean_gain_over_local=float(first.advice.gain_over_local.mean()),
-            mean_gain_over_fedavg=float(first.advice.gain_over_fedavg.mean()))
+            mean_gain_over_fedavg=float(first.advice.gain_over_fedavg.mean()),
+            clip_saturation_lambda=float(np.median([p["model"][i].clip_saturation_lambda for p in preds.values()])))
         if check:
             mine = [c for c in configs if float(c.eps) == eps]
             added: list[float] = []
@@ -336,6 +356,8 @@ def advise_and_check(data, configs, *, check: bool = True, store=None, progress=
                          excess_at_predicted_per_repeat=per_rep_excess,
                          excess_at_unit_curvature=(interpolated_error(curve, entry["unit_curvature_lambda"])
                                                    / err_best - 1.0))
+            capped = min(entry["predicted_lambda"], entry["clip_saturation_lambda"])
+            entry.update(capped_lambda=capped, excess_at_capped=interpolated_error(curve, capped) / err_best - 1.0)
         report.append(entry)
     return report
 

@@ -158,3 +158,34 @@ def test_cli_advise_check_extends_its_grid_until_the_best_is_interior(tmp_path):
     assert lams[0] < r["swept_best_lambda"] < lams[-1]
     pred = float(r["predicted_lambda"])
     assert lams[0] <= pred <= lams[-1] or not math.isfinite(pred)
+
+
+def test_drifted_walk_mean_radius_against_simulation():
+    """The stationary mean distance of a walk with Gaussian steps and a constant pull toward the origin (the
+    clip-together prox term's saturated pull), simulated, against ``dim·s²/(2·drift)``: within 4 standard errors
+    plus 2 % for the diffusion limit (drift/s = 0.05 here; simulated 288.1 against 290)."""
+    from fedtheory.lambda_advisor import drifted_walk_mean_radius
+
+    rng = np.random.default_rng(0)
+    dim, s, mu, walkers, burn, steps = 29, 1.0, 0.05, 400, 20_000, 4_000
+    x = np.zeros((walkers, dim))
+    radii = []
+    for t in range(burn + steps):
+        r = np.linalg.norm(x, axis=1, keepdims=True)
+        x = x - mu * x / np.maximum(r, 1e-12) + s * rng.standard_normal(x.shape)
+        if t >= burn and t % 40 == 0:
+            radii.append(np.linalg.norm(x, axis=1).mean())
+    radii = np.asarray(radii)
+    se = radii.std(ddof=1) / np.sqrt(len(radii)) * 3   # samples 40 steps apart are correlated: a generous SE
+    want = drifted_walk_mean_radius(dim, s, mu)
+    assert abs(radii.mean() - want) <= 4 * se + 0.02 * want, (radii.mean(), want, se)
+
+
+def test_prox_clip_saturation_formula():
+    from fedtheory.lambda_advisor import drifted_walk_mean_radius, prox_clip_saturation
+
+    B, D, eta, z, c = 32.0, 29, 0.01, 40.0, 1.0
+    d = drifted_walk_mean_radius(D, eta * c * z / B, eta * c)
+    assert np.isclose(prox_clip_saturation(B, D, eta, z), c / d, rtol=1e-12)
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        prox_clip_saturation(B, D, eta, 0.0)
