@@ -19,7 +19,8 @@ B = 100, δ = 1e-7 (the grid's), seed 0.  Phases, most informative first:
 
 A. mask 0, 500 images a silo: η ∈ :data:`LR_PROBES` within the paper's grid (≤ 0.3) × c ∈ :data:`CLIP_PROBES` at
    the three controls (the no-DP run depends on η only);
-B1. mask 0, the paper's 1,500 images a silo (App. C.1): the best cell of A (:func:`best_cells`);
+B1. mask 0, the paper's 1,500 images a silo (App. C.1): the first of A's best cells (:func:`best_cells`: the best
+    noise-bound one, else the best);
 C. mask 0.5, 500 images: the best cells of A and the committed grid's (η = 0.1, c = 1);
 B2. the other best cells of A at 1,500 images;
 D. η beyond the paper's grid (η = 1), to see where it is stable.
@@ -148,8 +149,8 @@ def cell_accuracies(store, lr, clip, *, clip_only_eps: float = CLIP_ONLY_EPS, **
 
 def best_cells(store, lrs: Sequence[float], clips: Sequence[float], k: int = 2, *,
                clip_only_eps: float = CLIP_ONLY_EPS) -> list[tuple[float, float]]:
-    """Of phase A's finished cells (mask 0, 500 images): the ``k`` with the best private accuracy, then the best
-    noise-bound cell if neither of those is one."""
+    """Of phase A's finished cells (mask 0, 500 images): the noise-bound cell with the best private accuracy (the
+    candidate setting, first), then the ``k`` with the best private accuracy."""
     scored = []
     for lr in lrs:
         for c in clips:
@@ -157,11 +158,8 @@ def best_cells(store, lrs: Sequence[float], clips: Sequence[float], k: int = 2, 
             if acc is not None and math.isfinite(acc["private"]):
                 scored.append((acc["private"], noise_bound(acc), (lr, c)))
     scored.sort(key=lambda t: -t[0])
-    out = [cell for _, _, cell in scored[:k]]
     bound = [cell for _, nb, cell in scored if nb]
-    if bound and bound[0] not in out:
-        out.append(bound[0])
-    return out
+    return list(dict.fromkeys(bound[:1] + [cell for _, _, cell in scored[:k]]))
 
 
 def probe_phases(store, lrs: Sequence[float] = LR_PROBES, clips: Sequence[float] = CLIP_PROBES, *,

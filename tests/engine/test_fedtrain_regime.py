@@ -93,12 +93,12 @@ def test_phases_pick_the_best_private_cells_and_a_noise_bound_one():
         return clip_only if eps == regime.CLIP_ONLY_EPS else private
 
     store = FakeStore(acc)
-    assert regime.best_cells(store, regime.LR_PROBES, regime.CLIP_PROBES) == [(0.3, 3.0), (0.1, 3.0), (0.03, 8.0)]
+    assert regime.best_cells(store, regime.LR_PROBES, regime.CLIP_PROBES) == [(0.03, 8.0), (0.3, 3.0), (0.1, 3.0)]
     phases = dict(regime.probe_phases(store))
     assert {(c.lr, c.clip, c.dataset_options["train_per_silo"]) for c in phases["B1"] if math.isfinite(c.eps)} == {
-        (0.3, 3.0, 1500)}
+        (0.03, 8.0, 1500)}
     assert {(c.lr, c.clip, c.dataset_options["train_per_silo"]) for c in phases["B2"] if math.isfinite(c.eps)} == {
-        (0.1, 3.0, 1500), (0.03, 8.0, 1500)}
+        (0.3, 3.0, 1500), (0.1, 3.0, 1500)}
     assert {(c.lr, c.clip) for c in phases["C"] if math.isfinite(c.eps)} == {(0.3, 3.0), (0.1, 3.0), (0.03, 8.0),
                                                                              (0.1, 1.0)}
     rows = regime.summary_rows(store)
