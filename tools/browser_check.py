@@ -199,7 +199,8 @@ while ((node = walker2.nextNode())) {
   if (m) out.markup.push(node.textContent.slice(Math.max(0, m.index - 30), m.index + 40).replace(/\s+/g, ' '));
 }
 // alt text: what the image shows, not a path or a function name
-const pathlike = /(^|\/)[\w.\-]+\.(png|jpe?g|svg|gif|webp)$|^_images\/|^data:|\/|^[\w.]+\(?\)?$|figure drawn by/;
+// a file name or path (one word holding a slash or an image extension), or a dotted/underscored identifier
+const pathlike = /^\S*\/\S*$|\.(png|jpe?g|svg|gif|webp)$|^data:|^\w+([._]\w+)+(\(\))?$|figure drawn by/;
 out.alt = [];
 document.querySelectorAll('img').forEach((img) => {
   const alt = img.getAttribute('alt');

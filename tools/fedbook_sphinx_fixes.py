@@ -26,7 +26,7 @@ from pathlib import Path
 from docutils import nodes
 
 #: an alt text that names a file or a function rather than what the image shows
-PATHLIKE_ALT = re.compile(r"(^|/)[\w.\-]+\.(png|jpe?g|svg|gif|webp)$|^_images/|^data:|/|^[\w.]+\(?\)?$")
+PATHLIKE_ALT = re.compile(r"^\S*/\S*$|\.(png|jpe?g|svg|gif|webp)$|^data:|^\w+([._]\w+)+(\(\))?$")
 
 
 def package_version(root: Path) -> str:
@@ -57,11 +57,54 @@ def _config_inited(app, config) -> None:
         config.html_theme_options = options
 
 
-def caption_text(figure: nodes.Element) -> str:
-    """The first paragraph of ``figure``'s caption, as plain text (no legend, no "Figure 3" number)."""
+_SYMBOLS = {
+    "alpha": "α", "beta": "β", "gamma": "γ", "Gamma": "Γ", "delta": "δ", "Delta": "Δ", "epsilon": "ε",
+    "varepsilon": "ε", "zeta": "ζ", "eta": "η", "theta": "θ", "kappa": "κ", "lambda": "λ", "Lambda": "Λ", "mu": "μ",
+    "nu": "ν", "xi": "ξ", "pi": "π", "rho": "ρ", "sigma": "σ", "Sigma": "Σ", "tau": "τ", "phi": "φ", "varphi": "φ",
+    "chi": "χ", "psi": "ψ", "omega": "ω", "Omega": "Ω", "sum": "Σ", "infty": "∞", "le": "≤", "leq": "≤", "ge": "≥",
+    "geq": "≥", "ne": "≠", "approx": "≈", "cdot": "·", "times": "×", "pm": "±", "in": "∈", "to": "→", "mid": "|",
+    "ldots": "…", "cdots": "…", "sqrt": "√", "star": "*", "ast": "*", "top": "ᵀ", ",": " ", ";": " ", "!": "",
+    "quad": " ", "qquad": " ", "{": "\x01", "}": "\x02", "%": "%"}
+_DROP = {"mathcal", "mathrm", "mathbf", "mathbb", "boldsymbol", "operatorname", "text", "textrm", "mathit", "left",
+         "right", "big", "Big", "bigg", "Bigg", "displaystyle", "hat", "bar", "tilde", "widehat", "overline"}
+_SUPER = {"2": "²", "3": "³", "*": "*", "-1": "⁻¹", "T": "ᵀ", "\\top": "ᵀ", "\\ast": "*", "\\star": "*"}
+
+
+def tex_to_plain(tex: str) -> str:
+    """TeX source as plain symbols for alt text (``\\lambda^*`` -> ``λ*``): the common commands only, the same
+    rules as the search snippets' (``book/_static/fedbook_search.js``)."""
+    s = re.sub(r"\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}", r"(\1)/(\2)", tex.strip())
+    s = re.sub(r"\^\{([^{}]*)\}|\^(\\?[A-Za-z0-9*]|-1)",
+               lambda m: _SUPER.get((m.group(1) or m.group(2)).strip(), "^" + (m.group(1) or m.group(2)).strip()), s)
+    s = re.sub(r"\\([A-Za-z]+|[,;!{}%])",
+               lambda m: "" if m.group(1) in _DROP else _SYMBOLS.get(m.group(1), m.group(1)), s)
+    s = re.sub(r"\(([^()\s]{1,3})\)/\(([^()\s]{1,3})\)", r"\1/\2", s.replace("{", "").replace("}", ""))
+    return " ".join(s.replace("\x01", "{").replace("\x02", "}").split())
+
+
+def _plain(node: nodes.Node) -> str:
+    if isinstance(node, nodes.math):
+        return tex_to_plain(node.astext())
+    if isinstance(node, nodes.Text):
+        return node.astext()
+    return "".join(_plain(c) for c in node.children)
+
+
+#: alt text is the caption's first sentences, up to about this many characters
+ALT_CHARS = 250
+
+
+def caption_text(figure: nodes.Element, limit: int = ALT_CHARS) -> str:
+    """``figure``'s caption as plain text (math as symbols; no legend, no "Figure 3" number): its first
+    sentences, ending at a sentence end within ``limit`` characters where one is (else cut at a word)."""
     for cap in figure.findall(nodes.caption):
-        text = " ".join(cap.astext().split())
-        return text
+        text = " ".join(_plain(cap).split())
+        if len(text) <= limit:
+            return text
+        ends = [m.end() for m in re.finditer(r"[.!?](?=\s)", text[:limit + 1])]
+        if ends and ends[-1] > 40:
+            return text[:ends[-1]]
+        return text[:limit].rsplit(" ", 1)[0] + "…"
     return ""
 
 

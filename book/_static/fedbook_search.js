@@ -4,9 +4,9 @@
  *   when the index is set, every accented term is also filed under its folded spelling (NFD, combining
  *   marks removed), so that a query typed without accents finds it.
  * - chapters first: a word the chapters teach ("lambda", "epsilon", "crossover") matches many documented
- *   functions too, and Sphinx scores a function-name match above a word in a chapter's text.  Results on the
- *   API reference pages (book/api_*) are ranked after every other page; among themselves they keep
- *   Sphinx's order.
+ *   functions too, and Sphinx scores a function-name match (and a glossary entry) above a word in a chapter's
+ *   text.  The reference pages (glossary, notation, bibliography, reference) are ranked after the chapters and
+ *   the API pages (book/api_*) after everything else; within each group Sphinx's order is kept.
  * - readable snippets: the text around a hit is taken from the page's HTML, whose math is TeX source until
  *   MathJax typesets it; each math element is replaced by plain symbols (\lambda^* -> λ*) first.
  */
@@ -31,12 +31,12 @@
     return index;
   };
 
-  /* API pages after every other page: their scores lowered below any other page's */
+  /* chapters, then the reference pages, then the API pages: scores lowered by more than any score's range */
   const API_PAGE = /(^|\/)api_[^/]*$/;
-  const API_PENALTY = 1000;
+  const REFERENCE_PAGE = /(^|\/)(glossary|notation|bibliography|reference|genindex|py-modindex)$/;
   const score = (result) => {
     const docname = result[0] || "", s = result[4];
-    return API_PAGE.test(docname) ? s - API_PENALTY : s;
+    return API_PAGE.test(docname) ? s - 2000 : REFERENCE_PAGE.test(docname) ? s - 1000 : s;
   };
 
   /* TeX source -> plain symbols, for search snippets (not a TeX renderer: the common commands only) */
@@ -52,7 +52,7 @@
     quad: " ", qquad: " ", ",": " ", ";": " ", "!": "", lVert: "‖", rVert: "‖", Vert: "‖", lvert: "|",
     rvert: "|", langle: "⟨", rangle: "⟩", star: "*", ast: "*", top: "ᵀ", log: "log", exp: "exp", min: "min",
     max: "max", arg: "arg", argmin: "argmin", Pr: "Pr", E: "E", Var: "Var", tfrac: "", dfrac: "", frac: "",
-    hat: "", bar: "", tilde: "", widehat: "", overline: "", underline: "", "{": "{", "}": "}", "%": "%",
+    hat: "", bar: "", tilde: "", widehat: "", overline: "", underline: "", "{": "\u0001", "}": "\u0002", "%": "%",
   };
   const SUPER = {"2": "²", "3": "³", "*": "*", "-1": "⁻¹", T: "ᵀ", "\\top": "ᵀ", "\\ast": "*", "\\star": "*"};
   const texToPlain = (tex) => {
@@ -66,7 +66,7 @@
     });
     s = s.replace(/\\([A-Za-z]+|[,;!{}%])/g, (m, name) => (SYMBOLS[name] !== undefined ? SYMBOLS[name] : name));
     s = s.replace(/[{}]/g, "").replace(/\(([^()\s]{1,3})\)\/\(([^()\s]{1,3})\)/g, "$1/$2");
-    return s.replace(/\s+/g, " ").trim();
+    return s.replace(/\u0001/g, "{").replace(/\u0002/g, "}").replace(/\s+/g, " ").trim();
   };
 
   const plainHtmlToText = (htmlString, anchor) => {
