@@ -97,8 +97,8 @@ def engine_vs_reference(data: FederatedData, config, seeds: int) -> tuple[np.nda
 def fake_result(config, test_metric: float, *, metric: str = "mse", num_silos: int = 2, curve=None,
                 identity: dict | None = None, **fields):
     """A :class:`~fedtrain.engine.RunResult` of ``config`` with the given metric (no training) and a privacy
-    block that holds: 3 DP-SGD steps per silo at sampling rate 0.1, the noise multiplier calibrated for the
-    config's ε (the rdp accountant's, so that a store's check of the claim, :mod:`fedtrain.store.claims`, passes),
+    block that holds: the DP-SGD steps (and IFCA's selections) its method plans for silos of 10 batches (sampling
+    rate 0.1), the noise multiplier calibrated for the config's ε (the rdp accountant's, so that a store's check of the claim, :mod:`fedtrain.store.claims`, passes),
     δ the config's (or the dataset's paper δ, else the engine's default for silos of 10 batches): for tests of stores, sweeps and summaries.  ``fields``
     override any field.  ``identity``: the data identity its ``data`` records (needed to put it in a store directly;
     a sweep fills in the identity of the data it loaded)."""
@@ -115,12 +115,25 @@ def fake_result(config, test_metric: float, *, metric: str = "mse", num_silos: i
             delta = np.full(k, float(paper_defaults(config.dataset)["delta"]))
         except ValueError:  # the engine's default for silos of 10 batches (q = 0.1)
             delta = np.full(k, default_delta(10 * int(config.batch_size)))
-    q, steps = np.full(k, 0.1), np.full(k, 3, dtype=np.int64)
+    from fedtrain.methods.registry import get_method
+
+    cls = get_method(config.method)
+    method = cls.__new__(cls)  # the method's plan for silos of 10 batches (q = 0.1), read from the config alone
+    method.cfg = config
+    q = np.full(k, 0.1)
+    steps = np.full(k, config.rounds * (config.local_epochs + int(method.extra_epochs_per_round)) * 10, dtype=np.int64)
+    selections = int(getattr(method, "selections", 0))
+    sel_eps = float(config.select_eps_frac) * eps if selections else np.zeros(k)
     book = SiloLedger(k)
     book.record_dpsgd(steps)
-    z = noise_multipliers(PrivacyPlan(steps, np.zeros(k, dtype=np.int64), q), eps, delta, q, config.accountant,
-                          cache=False)
-    spent = np.where(np.isfinite(eps), spent_epsilons(book, z, delta, q, config.accountant), math.inf)
+    book.record_selections(selections)
+    z = noise_multipliers(PrivacyPlan(steps, np.full(k, selections, dtype=np.int64), q), eps, delta, q,
+                          config.accountant, selection_eps=sel_eps, cache=False)
+    spent = np.where(np.isfinite(eps), spent_epsilons(book, z, delta, q, config.accountant, selection_eps=sel_eps),
+                     math.inf)
+    if selections:
+        fields.setdefault("extras", {"clusters": [0] * k, "selections": selections,
+                                     "select_eps": [float(e) for e in sel_eps]})
     kw = dict(config=config, metric=metric, test_metric=float(test_metric), silo_metrics=np.full(k, float(test_metric)),
               test_sizes=np.full(k, 10, dtype=np.int64), noise_multipliers=z, eps_spent=spent,
               ledger=book.summary(q),

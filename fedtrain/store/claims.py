@@ -205,6 +205,7 @@ class ClaimChecker:
         if not np.array_equal(t, steps):
             self._fail(where, "its ledger's DP-SGD steps differ from its steps")
         self._check_rates(q, config.batch_size, (row.get("data") or {}).get("train_size"), where)
+        self._check_plan(config, q, t, s, se, target, where)
         if config.delta is not None:
             want = _floats("config delta", config.delta, k, where)
         else:
@@ -255,6 +256,33 @@ class ClaimChecker:
                 eps[i] = self._full(acc, (float(z[i]), float(q[i]), int(t[i]), int(s[i]), float(se[i]),
                                           float(delta[i])))
         return eps
+
+    def _check_plan(self, config, q, t, s, se, target, where) -> None:
+        """The steps, selections and selection budgets the row's method plans for its config (what the engine
+        calibrated for and its ledger must match): ``T_k = rounds·(local_epochs + extra epochs)·m_k`` with
+        ``m_k = max(1, floor(n_k/B))``, ``n_k = B/q_k`` (:class:`fedtrain.methods.base.Method.privacy_plan`); IFCA's
+        selections and ``ε_sel,k = select_eps_frac·ε_k``."""
+        from fedtrain.methods.registry import get_method
+
+        cls = get_method(config.method)
+        method = cls.__new__(cls)  # only its plan's arithmetic is read, from the config: no trainer
+        method.cfg = config
+        epochs = config.local_epochs + int(method.extra_epochs_per_round)
+        b = config.batch_size
+        m = np.where(q < 1, np.maximum(1, np.floor(np.round(b / np.where(q < 1, q, 1.0)) / b)), 1.0)
+        planned = config.rounds * epochs * m
+        if not np.array_equal(t, planned):
+            i = int(np.flatnonzero(t != planned)[0])
+            self._fail(where, f"silo {i} ran {int(t[i])} DP-SGD steps but {config.method} with {config.rounds} rounds "
+                              f"plans {int(planned[i])}")
+        selections = int(getattr(method, "selections", 0))
+        if not (s == selections).all():
+            self._fail(where, f"its ledger holds {int(s.max())} selections, {config.method} plans {selections}")
+        if selections:
+            private = np.isfinite(target)
+            want = float(config.select_eps_frac) * target
+            if not np.array_equal(se[private], want[private]):
+                self._fail(where, f"its selections' eps is not select_eps_frac x eps ({config.select_eps_frac!r})")
 
     def _check_rates(self, q: np.ndarray, batch_size: int, train_size: Any, where: str) -> None:
         """``q_k = min(1, B/n_k)`` for silo sizes ``n_k`` that add up to the data's training size."""

@@ -89,7 +89,13 @@ def _metric(row):
     row["test_metric"] = row["test_metric"] * 0.5
 
 
+def _fewer_steps_everywhere(row):  # steps and ledger both cut: the config's plan catches it
+    row["steps"] = [x - 1 for x in row["steps"]]
+    row["ledger"]["dpsgd_steps"] = [x - 1 for x in row["ledger"]["dpsgd_steps"]]
+
+
 RECORD_CASES = {
+    "steps and ledger cut": (_fewer_steps_everywhere, "silo 0 ran .* DP-SGD steps but .* plans"),
     "z x 0.01": (_scale_z, "silo 0 claims eps=.* but its noise .* gives eps="),
     "eps_spent halved": (_lower_spent, "silo 0 claims eps=.* but its noise .* gives eps="),
     "sample rates halved": (_lower_q, "sample rates"),
@@ -133,6 +139,19 @@ def test_a_sweep_serves_no_row_whose_noise_was_cut(work, tmp_path):
     _edit(path, _scale_z, reseal=True)
     with pytest.raises(ResultsStoreError, match=f"{path.name}: silo 0 claims eps="):
         run_sweep([RunConfig.from_dict(row["config"])], store=root, progress=False)
+
+
+def test_fewer_ifca_selections_are_refused(work, tmp_path):
+    root = _copy(work, tmp_path)
+    path = _file(root, "ifca")
+
+    def fewer(row):
+        row["ledger"]["selections"] = [0 for _ in row["ledger"]["selections"]]
+        row["extras"]["selections"] = 0
+
+    _edit(path, fewer, reseal=True)
+    with pytest.raises(ResultsStoreError, match=f"{path.name}: its ledger holds 0 selections, ifca plans"):
+        ResultsStore(root).get(path.stem)
 
 
 def test_a_delta_other_than_the_budget_is_refused(work, tmp_path):
