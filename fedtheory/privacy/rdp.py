@@ -24,6 +24,8 @@ and terms with signed log-sum-exp.  ``tests/privacy/test_privacy_accounting.py``
 to 1e-9 relative, that both agree with Google's ``dp_accounting`` at integer orders, and with direct
 numerical integration of the Rényi divergence at fractional orders (where ``dp_accounting`` 0.6 sums
 absolute values of the series and returns a looser bound, or ``inf``).
+:func:`rdp_many` evaluates the same series for many ``(q, σ)`` pairs at once, bit for bit :func:`_rdp_numpy`'s numbers
+(the binomial coefficients, which depend on the order only, computed once; ``tests/privacy/test_calibration_cache.py``).
 """
 from __future__ import annotations
 
