@@ -644,4 +644,4 @@ def _preset(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Seq
                if res["files"] else ""), file=out)
     return 0
 
-import fedtrain.federate.command  # noqa: E402,F401  (registers `fedtrain federate`)
+from fedtrain.federate.command import install as _federate; _federate(sys.modules[__name__])  # noqa: E402,E702  `fedtrain federate`

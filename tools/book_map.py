@@ -35,6 +35,7 @@ CHAPTERS: dict[str, tuple[str, str, tuple[float, int], list[str]]] = {
     "practitioner_pipeline": ("Practitioner's pipeline", "Practice", (2.0, 5),
                               ["lambda_advisor", "tuning_cost", "secagg", "privacy_audit"]),
     "pets_case_study": ("PETs case study", "Practice", (2.0, 6), ["practitioner_pipeline"]),
+    "federate": ("Real silos on Flower", "Practice", (3.3, 6), ["practitioner_pipeline"]),
 }
 
 #: the practitioner's reading path (the student reads every chapter in the order of the sidebar)

@@ -5,3 +5,6 @@ own SuperNode (:mod:`.silos`, trained by the engine's :meth:`fedtrain.engine.Tra
 holding only the shared model (:mod:`.server_app`), the ClientApp (:mod:`.client_app`), a local deployment or
 Flower's simulation engine (:mod:`.launcher`, :mod:`.simulation`) and the command (:mod:`.command`).
 """
+
+#: Methods whose server side runs over Flower messages: silos train, the server averages (or not).
+FEDERATED_METHODS = ("local", "fedavg", "mrmtl")

@@ -30,8 +30,9 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, RecordD
 from flwr.clientapp import ClientApp
 
 from fedtrain.config import RunConfig
+from fedtrain.data.registry import load_dataset
+from fedtrain.encoding import encode
 from fedtrain.federate.silos import SiloNode, silos_of_node
-from fedtrain.sweep import load_config_data
 
 __all__ = ["app", "node_from_context"]
 
@@ -44,7 +45,7 @@ def node_from_context(msg: Message, context: Context) -> SiloNode:
     """The node's :class:`SiloNode` for the run in ``msg``, its state restored from ``context.state``."""
     cfg = RunConfig.from_dict(json.loads(str(msg.content["run"]["config"])))
     nc = context.node_config
-    data = load_config_data(cfg, nc.get("data-dir") or None)
+    data = load_dataset(cfg.dataset, data_dir=nc.get("data-dir") or None, **dict(cfg.dataset_options))
     owned = silos_of_node(int(nc["partition-id"]), int(nc["num-partitions"]), data.num_silos)
     budget = nc.get("budget-rounds")
     node = SiloNode(cfg, data, owned, budget_rounds=int(budget) if budget else None,
@@ -94,6 +95,4 @@ def evaluate(msg: Message, context: Context) -> Message:
     node = node_from_context(msg, context)
     result = node.evaluate(_wbar(msg))
     result["data"] = node.summary
-    from fedtrain.encoding import encode
-
     return Message(RecordDict({"result": ConfigRecord({"json": json.dumps(encode(result))})}), reply_to=msg)

@@ -8,27 +8,34 @@ Examples::
 Without ``--simulation``: a SuperLink and ``--nodes`` SuperNodes on 127.0.0.1, insecure (no TLS; loopback only),
 each SuperNode serving a block of silos; with it, Flower's simulation engine.  Every process started is stopped
 at the end, on an error and on Ctrl-C.  Errors are one line naming the argument.
+
+:func:`install` registers the command with the ``fedtrain`` CLI it is given (:mod:`fedtrain.cli` calls it with
+itself), whose ``run`` flags, configuration parsing and output it reuses; the training modules (torch) load only
+when the command runs.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from types import ModuleType
 
-from fedtrain import cli
 from fedtrain.data.files import DatasetCorruptError, DatasetNotFoundError
+from fedtrain.data.registry import load_dataset
 from fedtrain.encoding import encode
-from fedtrain.engine import RunResult, resolve_budgets, validate
+from fedtrain.federate import FEDERATED_METHODS
 from fedtrain.federate.launcher import FederationError, deploy, simulate
-from fedtrain.federate.silos import FEDERATED_METHODS
 from fedtrain.ledger import PrivacyGuaranteeError, check_spent
-from fedtrain.sweep import load_config_data
 
-__all__ = ["configure", "handle", "federate_config"]
+__all__ = ["install", "configure", "handle", "federate_config"]
+
+#: The ``fedtrain`` CLI module the command was installed into (:func:`install`).
+_cli: ModuleType | None = None
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     """The flags of ``fedtrain run`` plus the federation's."""
-    cli._common(p, sweep=False)
+    _cli._common(p, sweep=False)
     g = p.add_argument_group("federation (Flower)")
     g.add_argument("--nodes", type=int, default=2, help="SuperNodes, each serving a block of silos (1 to the number "
                    "of silos; default 2)")
@@ -43,8 +50,10 @@ def configure(p: argparse.ArgumentParser) -> None:
                    "(a real federation; the model then differs from fedtrain run's seeded draw)")
 
 
-def federate_config(config, data, args) -> RunResult:
-    """Train one configuration as a federation; the :class:`RunResult` the server assembled."""
+def federate_config(config, data, args):
+    """Train one configuration as a federation; the :class:`~fedtrain.engine.RunResult` the server assembled."""
+    from fedtrain.engine import RunResult, resolve_budgets  # defers torch until the command runs
+
     k = data.num_silos
     if not 1 <= args.nodes <= k:
         raise ValueError(f"--nodes must be between 1 and the number of silos of {config.dataset} ({k}) "
@@ -68,7 +77,7 @@ def federate_config(config, data, args) -> RunResult:
 
 def handle(args: argparse.Namespace) -> int:
     """Run ``fedtrain federate``; print ``fedtrain run``'s output (table or ``--json``) plus ``federation``."""
-    import json
+    from fedtrain.engine import validate  # defers torch until the command runs
 
     try:
         if args.simulation and args.port is not None:
@@ -78,12 +87,12 @@ def handle(args: argparse.Namespace) -> int:
                              "of the in-process run); use --json")
         if args.private_noise and args.simulation:
             raise ValueError("--private-noise applies to a deployment, not to --simulation")
-        configs = cli.configs_from_args(args)
+        configs = _cli.configs_from_args(args)
         for c in configs:
             if c.method not in FEDERATED_METHODS:
                 raise ValueError(f"--method must be one of {', '.join(FEDERATED_METHODS)} for fedtrain federate "
                                  f"(got {c.method!r})")
-        data = load_config_data(configs[0], args.data_dir)
+        data = load_dataset(configs[0].dataset, data_dir=args.data_dir, **dict(configs[0].dataset_options))
         rows = []
         for c in configs:
             validate(c, data)
@@ -98,13 +107,13 @@ def handle(args: argparse.Namespace) -> int:
         print("fedtrain federate: interrupted; every process started was stopped", file=sys.stderr)
         return 130
     by = ["method", "eps", "lam", "lr"]
-    summary = cli._summary(rows, by)[0]
+    summary = _cli._summary(rows, by)[0]
     summary["federation"] = [r.extras.get("federation", {}) for r in rows]
     summary["wall_time"] = [r.wall_time for r in rows]
     if args.json:
         print(json.dumps(encode(summary), allow_nan=False))
     else:
-        cli._print_table([summary], by, sys.stdout)
+        _cli._print_table([summary], by, sys.stdout)
         for r in rows:
             f = r.extras.get("federation", {})
             print(f"federation (seed {r.config.seed}): {f.get('nodes')} nodes, {f.get('rounds_run')} rounds, "
@@ -113,9 +122,9 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-def _register() -> None:
+def install(cli: ModuleType) -> None:
+    """Register ``fedtrain federate`` with the CLI module ``cli`` (its ``register_command``)."""
+    global _cli
+    _cli = cli
     cli.register_command("federate", "train one configuration as a federation of processes on Flower "
                          "(SuperLink + --nodes SuperNodes on 127.0.0.1, or --simulation)", configure, handle)
-
-
-_register()

@@ -33,14 +33,11 @@ import torch
 from fedtrain import ledger
 from fedtrain.config import RunConfig
 from fedtrain.data.base import FederatedData
-from fedtrain.engine import Trainer, resolve_budgets
+from fedtrain.engine import Trainer
+from fedtrain.federate import FEDERATED_METHODS
 from fedtrain.methods import get_method
 
 __all__ = ["FEDERATED_METHODS", "SiloNode", "silos_of_node", "placeholder_data"]
-
-#: Methods whose server side runs over Flower messages: silos train, the server averages (or not).
-FEDERATED_METHODS = ("local", "fedavg", "mrmtl")
-
 
 def silos_of_node(node: int, num_nodes: int, num_silos: int) -> list[int]:
     """The silos SuperNode ``node`` of ``num_nodes`` serves: a contiguous block, sizes differing by at most one."""

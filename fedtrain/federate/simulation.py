@@ -9,19 +9,20 @@ in its own process group so that the Ray processes it starts are stopped with it
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
+
+from flwr.simulation import run_simulation
+
+from fedtrain.federate.client_app import app as client_app
+from fedtrain.federate.server_app import make_server_app
 
 __all__ = ["run"]
 
 
 def run(spec: dict, nodes: int, num_cpus: int) -> None:
     """Run ``spec`` on ``nodes`` virtual SuperNodes; the ServerApp writes ``spec["result_file"]``."""
-    from flwr.simulation import run_simulation
-
-    from fedtrain.federate.client_app import app as client_app
-    from fedtrain.federate.server_app import make_server_app
-
     _start_ray(num_cpus)
     try:
         run_simulation(make_server_app(spec), client_app, num_supernodes=int(nodes),
@@ -40,8 +41,6 @@ def run(spec: dict, nodes: int, num_cpus: int) -> None:
 def _start_ray(num_cpus: int, attempts: int = 3) -> None:
     """Start the local Ray that Flower's Ray backend then uses (it starts one only if none is running).  Ray gives
     its raylet a fixed 30 s to register; on a loaded machine that can fail, so it is retried ``attempts`` times."""
-    import os
-
     import ray
 
     env = {"PYTHONPATH": os.pathsep.join(sys.path + [os.environ.get("PYTHONPATH", "")])}
