@@ -141,6 +141,7 @@ class IFCA(Method):
         self.scale = torch.as_tensor(scale, device=tr.device, dtype=torch.float64)
         self.w = None
         self._sel = set(self.selection_rounds)
+        self.t = 0  # the round being trained (set by round)
         self.frozen = np.zeros(tr.S, dtype=int)  # per configuration: the last round whose selection changed an assignment
 
     def gather(self) -> torch.Tensor:
@@ -153,8 +154,10 @@ class IFCA(Method):
         den = torch.einsum("skg,k->sg", one_hot, self.tr.agg)
         self.centers = self.centers + num / den.clamp(min=1e-30)[..., None]
 
-    def select(self, t: int = 0) -> None:
-        """Every silo privately picks a centre (exponential mechanism at ε_sel,k); recorded in the ledger."""
+    def select(self) -> None:
+        """Every silo privately picks a centre (exponential mechanism at ε_sel,k); recorded in the ledger, and the
+        round (``self.t``) recorded where an assignment changed."""
+        t = self.t
         new = private_argmin(self.tr.train_scores(self.centers), self.scale, self.tr.gens)
         changed = (new != self.assign).any(dim=1).cpu().numpy()
         if t == self.selection_rounds[0]:
@@ -164,8 +167,9 @@ class IFCA(Method):
         self.tr.ledger.record_selections(1)
 
     def round(self, t):
+        self.t = t
         if t in self._sel:
-            self.select(t)
+            self.select()
         start = self.gather()
         new = self.tr.local_train(start, self.cfg.local_epochs)
         self.update_centers(new - start)
