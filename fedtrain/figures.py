@@ -588,7 +588,7 @@ def plot_mask_ratio_sweep(rows: Sequence["RunResult"], eps: float, *, note: str 
     return ax.figure
 
 
-def _foot(fig, text: str, fontsize: float = 7.0) -> str:
+def _foot(fig, text: str, fontsize: float = 8.0) -> str:
     """``text`` wrapped to the figure's width at ``fontsize`` (about 0.5 em a character), for a foot line."""
     import textwrap
 
@@ -599,8 +599,9 @@ def _foot(fig, text: str, fontsize: float = 7.0) -> str:
 def _setting_foot(fig, rows: Sequence["RunResult"], note: str) -> None:
     """The Fig. 6 figures' foot line below the legend: the setting of ``rows`` (:func:`fig6_setting_text`) and
     ``note``, wrapped to the figure's width."""
+    # 8 pt: at the column's width that is 11 px on the page (7 pt read about 6-9 px, too small)
     fig.text(0.5, -0.17, _foot(fig, (fig6_setting_text(rows) if rows else "no runs") + note), ha="center", va="top",
-             fontsize=7)
+             fontsize=8)
 
 
 def fig6_setting_text(rows: Sequence["RunResult"]) -> str:
@@ -699,7 +700,7 @@ def plot_fig6(rows: Sequence["RunResult"], *, eps_values: "Sequence[float] | Non
                             color=color, mfc=color if filled else "white", mec=color)
                 if kind in ("MR-MTL", "IFCA → MR-MTL"):
                     ax.annotate(f"λ={t['lam']:g}", (xi, t["mean"]), textcoords="offset points",
-                                xytext=(5, 4 if kind == "MR-MTL" else -9), fontsize=7, color=color)
+                                xytext=(5, 4 if kind == "MR-MTL" else -10), fontsize=8, color=color)
         ax.set_title(ax.get_title() + f"\n{_seed_count_text(ns)}", fontsize=9)
         ax.set_xticks(ratios_all)
         ax.set_xlim(min(ratios_all) - 0.08, max(ratios_all) + 0.12)

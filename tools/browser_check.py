@@ -29,7 +29,7 @@ nothing is downloaded at run time).  Checks per page:
 ``page-width`` at 390 px the page is wider than the screen (something other than a scroll box inside it,
               such as a table's own, lays out wider): the reader would scroll the whole page sideways;
 ``alt``       an image without alt text, or whose alt text is a file path or a function name rather than
-              what it shows; a live plot without an accessible name (``aria-label``);
+              what it shows, or holds TeX source; a live plot without an accessible name (``aria-label``);
 ``dark``      in dark mode (``<html data-theme="dark">``, the theme's switch) a live plot's axes and tick
               labels have less than :data:`MIN_CONTRAST`:1 contrast against the page's background;
 ``markup``    authoring syntax shown to readers (``{term}``, ``{ref}``, ``{doc}`` ... outside code cells).
@@ -206,6 +206,7 @@ document.querySelectorAll('img').forEach((img) => {
   const alt = img.getAttribute('alt');
   if (alt === null || !alt.trim()) out.alt.push('no alt text: ' + (img.getAttribute('src') || '').slice(0, 60));
   else if (pathlike.test(alt.trim())) out.alt.push('alt text is a path or a name: ' + alt.slice(0, 80));
+  else if (/\\[A-Za-z]+|\$/.test(alt)) out.alt.push('alt text holds TeX source: ' + alt.slice(0, 80));
 });
 document.querySelectorAll('.fedbook-live-panel').forEach((el, i) => {
   if (!(el.getAttribute('aria-label') || '').trim()) out.alt.push('live plot ' + i + ' has no aria-label');

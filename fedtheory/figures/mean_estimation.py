@@ -179,7 +179,8 @@ def plot_gaps_vs_eps(K: int = 20, n: int = 200, sigma: float = 0.4, tau: float =
     dl, df = gap_to_local(s2, tau**2, K), gap_to_fedavg(s2, tau**2, K)
     best = np.minimum(dl, df)
     eps_x = crossover_epsilon(sigma**2, tau**2, n, delta, c)
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 10), constrained_layout=True, sharex=True)
+    # the book's column width (6.8 in): drawn wider, its text would shrink below 10 px on the page
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(6.8, 8.8), constrained_layout=True, sharex=True)
     ax1.plot(eps, dl, color="tab:red", label="Δ_loc = E_loc − E* (Prop. 6.5)")
     ax1.plot(eps, df, color="tab:green", label="Δ_fed = E_fed − E* (Prop. 6.6)")
     ax1.plot(eps, best, color="tab:purple", lw=3, alpha=0.6,
@@ -197,7 +198,7 @@ def plot_gaps_vs_eps(K: int = 20, n: int = 200, sigma: float = 0.4, tau: float =
         ax.xaxis.set_tick_params(labelbottom=True)
         ax.grid(True, which="both", alpha=0.3)
         # legend under the panel (not beside it) so that the panel keeps the full figure width
-        ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
     ax1.set(yscale="log", ylim=(best.max() / 1e3, None), ylabel="error gap (mean squared error, log scale)",
             title="advantage of optimal MR-MTL: the bump at ε×")
     ax2.set(yscale="log", ylabel="mean squared error", title="errors of the three estimators")

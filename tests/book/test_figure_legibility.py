@@ -77,3 +77,13 @@ def test_tuning_cost_panel_lines_are_readable_on_white():
         assert min(line_contrasts(fig)) >= MIN_LINE_CONTRAST, line_contrasts(fig)
     finally:
         plt.close(fig)
+
+
+def test_gaps_against_epsilon_figure_is_legible_at_column_width():
+    from fedtheory.figures.mean_estimation import plot_gaps_vs_eps
+
+    fig = plot_gaps_vs_eps()
+    try:
+        assert text_px_at_column(fig) >= MIN_TEXT_PX
+    finally:
+        plt.close(fig)

@@ -120,3 +120,42 @@ def test_compare_live_reports_a_wrong_number():
     assert "E[1]" in problem and "1 of 3 differ" in problem
     del page["E_star"]
     assert any("does not compute 'E_star'" in t for t in compare_live("mean_estimation.error_curve", p, page))
+
+
+def _run_compute(name: str, params: list[dict]) -> list[dict]:
+    """``compute(p)`` of the live figure ``name`` in node, for each of ``params``: readout, panel titles, edges."""
+    fig = LIVE_FIGURES[name]
+    js = (f"globalThis.window = globalThis;\n{RUNTIME.read_text()}\nvar U = window.fedbookLiveUtil;\n"
+          f"{jsgen.js_library(fig.functions)}\nvar F = {{{', '.join(f'{f}: {f}' for f in fig.functions)}}};\n"
+          f"function compute(p, F, U) {{{fig.compute}}}\n"
+          f"var out = {json.dumps(params)}.map(function (p) {{ var r = compute(p, F, U); return {{readout: r.readout, "
+          "titles: r.panels.map(function (q) { return q.title; }), edges: r.panels.map(function (q) { return q.edges || []; }), "
+          "values: r.values}; });\n"
+          "console.log(JSON.stringify(out, function (k, v) { return (typeof v === 'number' && !isFinite(v)) ? String(v) : v; }));")
+    return run_node(js)
+
+
+@needs_node
+def test_no_r_star_is_reported_when_nobody_opts_out():
+    base = {"N": 10, "alpha2": 1.0, "tau2": 0.2, "gamma2": 2.0}
+    (server_none, server_some) = _run_compute("fedhdp.server_error", [base | {"rho_np": 0.0}, base | {"rho_np": 0.3}])
+    assert "r* = " not in server_none["readout"] and "r has no" in server_none["readout"]
+    assert "r* = " in server_some["readout"]
+    (opt_none,) = _run_compute("fedhdp.opt_out", [base | {"rho_np": 0.0}])
+    assert "private r =" not in opt_none["titles"][1] and "nobody opts out" in opt_none["titles"][1]
+
+
+@needs_node
+def test_a_best_lambda_beyond_the_plotted_range_is_named_at_its_edge():
+    base = {"N": 10, "rho_np": 0.1, "alpha2": 1.0, "gamma2": 2.0}
+    (far, near) = _run_compute("fedhdp.opt_out", [base | {"tau2": 0.001}, base | {"tau2": 0.2}])
+    best = far["values"]["rstar_opted_out_best_lambda"]
+    assert best > 100
+    (edge,) = far["edges"][1]
+    assert edge["side"] == 1 and "opted out" in edge["text"] and U_fmt(best) in edge["text"]
+    assert near["edges"] == [[], []]
+
+
+def U_fmt(v: float) -> str:
+    """fedbook_live.js's ``U.fmt``: 4 significant digits, shortest form."""
+    return repr(float(f"{v:.4g}")).removesuffix(".0")

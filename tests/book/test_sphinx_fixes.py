@@ -1,0 +1,59 @@
+"""The book's build-level fixes (``tools/fedbook_sphinx_fixes.py``): alt text from a figure's caption (math as
+plain symbols, the first sentences), path-like alt texts recognised, the footer's version and date."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from docutils import nodes
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools"))
+import fedbook_sphinx_fixes as fx  # noqa: E402
+
+
+def _figure(*caption_parts: nodes.Node) -> tuple[nodes.figure, nodes.image]:
+    image = nodes.image(uri="_images/abc.png")
+    fig = nodes.figure("", image, nodes.caption("", "", *caption_parts), nodes.legend("", nodes.paragraph(
+        "", "Regenerate: fedtheory.figures.plot()")))
+    return fig, image
+
+
+def test_tex_to_plain():
+    assert fx.tex_to_plain(r"\lambda^*") == "λ*"
+    assert fx.tex_to_plain(r"\sigma^2_{loc} = \frac{\sigma^2}{n}") == "σ²_loc = σ²/n"
+    assert fx.tex_to_plain(r"\mathcal E(\lambda)") == "E(λ)"
+    assert fx.tex_to_plain(r"\tau\in\{0.03,0.08\}") == "τ∈{0.03,0.08}"
+
+
+def test_alt_text_is_the_caption_with_plain_math_not_the_legend():
+    fig, image = _figure(nodes.Text("Error against "), nodes.math("", r"\lambda"), nodes.Text(" at three "),
+                         nodes.math("", r"\tau"), nodes.Text("."))
+    fx._set_alt_text(None, nodes.section("", fig), "page")
+    assert image["alt"] == "Error against λ at three τ."
+
+
+def test_long_caption_is_cut_at_a_sentence_end():
+    first = "MR-MTL's error against λ at three levels of heterogeneity."
+    fig, image = _figure(nodes.Text(first + " " + "The closed-form error of Lemma 6.7 at the defaults. " * 8))
+    alt = fx.alt_for(image)
+    assert alt.startswith(first) and alt.endswith(".") and len(alt) <= fx.ALT_CHARS
+
+
+def test_an_existing_alt_text_is_kept_unless_it_is_a_path_or_a_name():
+    fig, image = _figure(nodes.Text("What it shows."))
+    image["alt"] = "a square"
+    fx._set_alt_text(None, nodes.section("", fig), "page")
+    assert image["alt"] == "a square"
+    for bad in ("../_images/abc.png", "fedtheory.figures.secagg.plot_widget", "plot_widget()"):
+        image["alt"] = bad
+        fx._set_alt_text(None, nodes.section("", fig), "page")
+        assert image["alt"] == "What it shows.", bad
+    assert not fx.PATHLIKE_ALT.search("DP-SGD's loss, add/remove-one adjacency")
+
+
+def test_footer_version_and_date(monkeypatch):
+    assert fx.package_version(REPO) == __import__("tomllib").loads(
+        (REPO / "pyproject.toml").read_text())["project"]["version"]
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1800000000")
+    assert fx.build_date() == "2027-01-15"
