@@ -96,11 +96,12 @@ def _check_search(eps, delta, q, steps, candidates, score_noise):
 
 
 def search_noise_multipliers(eps, delta, q, steps, candidates: int, score_noise: float,
-                             accountant: str = "rdp") -> np.ndarray:
+                             accountant: str = "rdp", cache: bool = True) -> np.ndarray:
     """Per silo, the noise multiplier ``z_k`` of every candidate's DP-SGD run such that the whole search
     (:func:`candidate_event` with ``candidates`` runs) is ``(eps_k, delta_k)``-DP by ``accountant``
     (:func:`fedtheory.privacy.calibration.calibrate`: certified ≤ the target).  ``eps, delta, q, steps``: one
-    value per silo or one for all; ``ValueError`` when the score releases alone exceed a silo's ε."""
+    value per silo or one for all; ``cache``: the calibration's on-disk cache (keyed by the event, as the engine's);
+    ``ValueError`` when the score releases alone exceed a silo's ε."""
     eps, delta, q, steps = _check_search(eps, delta, q, steps, candidates, score_noise)
     out = np.empty(eps.size)
     memo: dict = {}
@@ -109,7 +110,7 @@ def search_noise_multipliers(eps, delta, q, steps, candidates: int, score_noise:
         if key not in memo:
             e, d, qq, t = key
             memo[key] = calibrate(lambda z, qq=qq, t=t: candidate_event(z, qq, t, score_noise, candidates), e, d,
-                                  accountant)
+                                  accountant, cache=cache)
         out[i] = memo[key]
     return out
 

@@ -11,7 +11,7 @@ sys.path.insert(0, str(REPO / "tools"))
 import book_map  # noqa: E402
 
 # pages that serve every chapter and are not drawn as boxes
-REFERENCE_PAGES = {"intro", "notation", "glossary", "reference", "reproducing", "bibliography"}
+REFERENCE_PAGES = {"intro", "notation", "glossary", "reference", "reproducing", "bibliography", "cite", "errata"}
 
 
 def _toc_chapters() -> set[str]:

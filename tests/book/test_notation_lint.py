@@ -163,3 +163,15 @@ def test_collapsed_solutions_say_solution_and_theory_chapters_have_a_derivation_
         if name in DERIVATION_CHAPTERS:
             md = ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
             assert any("**Exercise" in s and "derive" in s.lower() and ":::{dropdown} Solution" in s for s in md), name
+
+
+def test_notation_page_defines_r_as_the_library_and_the_chapter_use_it():
+    """r weights a private (group-2) update relative to an opted-out (group-1) one: the library's r* is below 1 when
+    group 2 is the noisy group, as the chapter's r* = 0.14, and the page says so (it once had the ratio inverted)."""
+    from fedtheory.linear_regression.numeric import optimal_ratio
+
+    row = next(line for line in (BOOK / "notation.md").read_text(encoding="utf-8").splitlines()
+               if line.startswith("| $r$, $r^\\star$"))
+    assert "private client's update relative to an opted-out" in row, row
+    r_star = optimal_ratio(2, 18, 1.0, 0.5, 0.0, 0.5)  # 2 opted out (no noise), 18 private (kappa^2 = 0.5)
+    assert 0.14 <= r_star < 0.145
