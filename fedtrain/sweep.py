@@ -45,6 +45,7 @@ from fedtrain.data.base import FederatedData, data_identity, identity_digest
 from fedtrain.encoding import encode
 from fedtrain.executors import Batch, Executor, SweepTaskError, get_executor
 from fedtrain.results import ResultsStore
+from fedtrain.store.claims import calibrated_noise
 from fedtrain.data.registry import SPLIT_SEED_OPTIONS, generator_identity, load_dataset, split_seed_option
 from fedtrain.methods.registry import option_params
 from fedtrain.params import params_of
@@ -107,6 +108,17 @@ def _validate_against(config: RunConfig, data: FederatedData) -> None:
 def _batch_order(c: RunConfig) -> str:
     """Sort key putting configurations that the engine can stack next to each other."""
     return c.replace(eps=math.inf, delta=None, lam=0.0, lr=1.0, clip=1.0, seed=0, accountant="rdp").key()
+
+
+def _stale_noise(configs: list[RunConfig], store: ResultsStore, identity: dict) -> list[RunConfig]:
+    """The stored rows of ``configs`` whose noise multipliers are not those the calibration gives their plan now
+    (:func:`fedtrain.store.claims.calibrated_noise`): trained with another calibration cache's answer, they are
+    another computation than this one would run, so they are retrained (and replaced) rather than served."""
+
+    stored = [(c, store.get(c, identity)) for c in configs]
+    stored = [(c, r) for c, r in stored if r is not None and not isinstance(r.config, dict) and r.ledger]
+    now = calibrated_noise([r for _, r in stored])
+    return [c for (c, r), z in zip(stored, now) if not np.array_equal(np.asarray(r.noise_multipliers, dtype=float), z)]
 
 
 def _progress_enabled(progress: bool | None) -> bool:
@@ -202,6 +214,9 @@ def run_sweep(
         for c in group:
             identity_of[c.key()] = identity
         pending = [c for c in group if not finished(c, identity)]
+        if store is not None and not getattr(store, "read_only", False):
+            waiting_now = {c.key() for c in pending}
+            pending += _stale_noise([c for c in group if c.key() not in waiting_now], store, identity)
         if not pending:
             continue
         # the batches are cut from the whole grid (module docstring, "Resuming"), so that a resumed sweep runs each

@@ -10,6 +10,10 @@ import math
 
 import numpy as np
 
+from fedtrain.config import default_delta, paper_defaults
+from fedtrain.ledger import PrivacyPlan, SiloLedger, noise_multipliers, spent_epsilons
+from fedtrain.methods.registry import get_method
+
 from fedtrain.data.base import FederatedData
 
 __all__ = ["tiny_federated", "tiny_images", "fake_result", "FlakyRunner", "engine_vs_reference"]
@@ -102,9 +106,7 @@ def fake_result(config, test_metric: float, *, metric: str = "mse", num_silos: i
     δ the config's (or the dataset's paper δ, else the engine's default for silos of 10 batches): for tests of stores, sweeps and summaries.  ``fields``
     override any field.  ``identity``: the data identity its ``data`` records (needed to put it in a store directly;
     a sweep fills in the identity of the data it loaded)."""
-    from fedtrain.config import default_delta, paper_defaults
     from fedtrain.engine import RunResult
-    from fedtrain.ledger import PrivacyPlan, SiloLedger, noise_multipliers, spent_epsilons
 
     k = num_silos
     eps = np.asarray(config.eps if isinstance(config.eps, tuple) else (config.eps,) * k, dtype=float)
@@ -115,7 +117,6 @@ def fake_result(config, test_metric: float, *, metric: str = "mse", num_silos: i
             delta = np.full(k, float(paper_defaults(config.dataset)["delta"]))
         except ValueError:  # the engine's default for silos of 10 batches (q = 0.1)
             delta = np.full(k, default_delta(10 * int(config.batch_size)))
-    from fedtrain.methods.registry import get_method
 
     cls = get_method(config.method)
     method = cls.__new__(cls)  # the method's plan for silos of 10 batches (q = 0.1), read from the config alone

@@ -29,9 +29,22 @@ them), so reading the committed store evaluates a few thousand single orders.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
+
+from fedtheory.privacy.accountants import _orders_of, get_accountant, rdp_curve, simplify
+from fedtheory.privacy.rdp import rdp_to_epsilon
+from fedtheory.privacy.silos import silo_event
+from fedtrain import ledger as _ledger
+from fedtrain.config import RunConfig, default_delta, paper_defaults
+from fedtrain.encoding import decode_floats
+from fedtrain.fedhdp.config import FedHDPConfig
+from fedtrain.methods.registry import CLIENT, get_method
+from fedtrain.store.keys import row_kind
+
+if TYPE_CHECKING:
+    from fedtrain.engine import RunResult
 
 from fedtrain.store.keys import ResultsStoreError
 
@@ -43,7 +56,6 @@ CLAIM_RTOL = 1e-9
 
 
 def _floats(name: str, value: Any, k: int, where: str) -> np.ndarray:
-    from fedtrain.encoding import decode_floats
 
     try:
         try:  # numbers, and the encoder's "inf"/"nan" strings, which numpy reads as such
@@ -63,8 +75,6 @@ def _floats(name: str, value: Any, k: int, where: str) -> np.ndarray:
 
 
 def _event(z: float, q: float, steps: int, selections: int, sel_eps: float):
-    from fedtheory.privacy.accountants import simplify
-    from fedtheory.privacy.silos import silo_event
 
     return simplify(silo_event(z, q, steps, selections, sel_eps))
 
@@ -73,8 +83,6 @@ def eps_orders(result_dict: dict, memo: dict | None = None) -> "list[float | Non
     """Per silo, the RDP order at which the rdp accountant attains a record-level row's ε (``None`` for a silo
     without noise); ``None`` for another accountant or a client-level row.  Stored with the row as the hint
     :class:`ClaimChecker` evaluates first (module docstring)."""
-    from fedtheory.privacy.accountants import _orders_of, rdp_curve
-    from fedtheory.privacy.rdp import rdp_to_epsilon
 
     if result_dict.get("accountant") != "rdp" or not isinstance(result_dict.get("ledger"), dict):
         return None
@@ -102,7 +110,6 @@ def eps_orders(result_dict: dict, memo: dict | None = None) -> "list[float | Non
 
 
 def _decode(value):
-    from fedtrain.encoding import decode_floats
 
     return decode_floats(value) if isinstance(value, (list, str)) else value
 
@@ -130,7 +137,6 @@ class ClaimChecker:
 
     # -- ε, certified ----------------------------------------------------------------------------------
     def _full(self, acc: str, key: tuple) -> float:
-        from fedtheory.privacy.accountants import get_accountant
 
         full = (acc,) + key
         if full not in self._eps:
@@ -139,8 +145,6 @@ class ClaimChecker:
         return self._eps[full]
 
     def _one_order(self, key: tuple, order: float) -> float:
-        from fedtheory.privacy.accountants import rdp_curve
-        from fedtheory.privacy.rdp import rdp_to_epsilon
 
         full = key + (order,)
         if full not in self._at_order:
@@ -161,8 +165,6 @@ class ClaimChecker:
 
     # -- one row -----------------------------------------------------------------------------------------
     def check(self, row: dict, where: str) -> None:
-        from fedtrain.store.keys import row_kind
-        from fedtrain.methods.registry import CLIENT
 
         try:
             if row_kind(row) == CLIENT:
@@ -180,7 +182,6 @@ class ClaimChecker:
                                 "the run)")
 
     def _check_record(self, row: dict, where: str) -> None:
-        from fedtrain.config import RunConfig, default_delta, paper_defaults
 
         config = RunConfig.from_dict(row["config"])
         acc = row.get("accountant")
@@ -262,7 +263,6 @@ class ClaimChecker:
         calibrated for and its ledger must match): ``T_k = rounds·(local_epochs + extra epochs)·m_k`` with
         ``m_k = max(1, floor(n_k/B))``, ``n_k = B/q_k`` (:class:`fedtrain.methods.base.Method.privacy_plan`); IFCA's
         selections and ``ε_sel,k = select_eps_frac·ε_k``."""
-        from fedtrain.methods.registry import get_method
 
         cls = get_method(config.method)
         method = cls.__new__(cls)  # only its plan's arithmetic is read, from the config: no trainer
@@ -302,7 +302,6 @@ class ClaimChecker:
             self._fail(where, f"sample rates imply silo sizes that do not add up to the training size {train_size}")
 
     def _check_client(self, row: dict, where: str) -> None:
-        from fedtrain.fedhdp.config import FedHDPConfig
 
         config = FedHDPConfig.from_dict(row["config"])
         p = row["privacy"]
@@ -352,3 +351,32 @@ def check_claims(rows: Iterable[tuple[dict, str]], checker: ClaimChecker | None 
     for row, where in rows:
         checker.check(row, where)
     return checker
+
+
+def calibrated_noise(rows: Sequence["RunResult"]) -> list[np.ndarray]:
+    """The noise multipliers this machine's calibration gives each record-level row's own privacy plan now.
+
+    A row is trained with the z that :func:`fedtrain.ledger.noise_multipliers` returns for its plan (its ledger's
+    DP-SGD steps and selections, sample rates, selection ε), its budgets (ε_k of its config, δ_k) and its accountant;
+    the calibration cache answers with any z that it certifies, so a row trained with one cache may carry another z
+    than an uncached search picks.  A sweep compares a stored row's z with this one and retrains a row whose noise
+    is not the one it would use now (:func:`fedtrain.sweep.run_sweep`): a row is, in effect, keyed by its noise.
+    Rows that share a plan share one calibration (one batched cache verification)."""
+
+    out: list[np.ndarray] = []
+    memo: dict[tuple, np.ndarray] = {}
+    for r in rows:
+        led = r.ledger or {}
+        k = len(r.noise_multipliers)
+        q = np.asarray(_decode(led["sample_rates"]), dtype=float).reshape(k)
+        t = np.asarray(_decode(led["dpsgd_steps"]), dtype=np.int64).reshape(k)
+        s = np.asarray(_decode(led["selections"]), dtype=np.int64).reshape(k)
+        se = _select_eps({"extras": r.extras}, k)
+        eps = np.broadcast_to(np.asarray(r.config.eps, dtype=float), (k,))
+        delta = np.asarray(r.delta, dtype=float).reshape(k)
+        key = (r.config.accountant, q.tobytes(), t.tobytes(), s.tobytes(), se.tobytes(), eps.tobytes(),
+               delta.tobytes())
+        if key not in memo:
+            memo[key] = _ledger.noise_multipliers(_ledger.PrivacyPlan(t, s), eps, delta, q, r.config.accountant, se)
+        out.append(memo[key])
+    return out
