@@ -21,8 +21,9 @@ A. mask 0, 500 images a silo: η ∈ :data:`LR_PROBES` within the paper's grid (
    the three controls (the no-DP run depends on η only);
 B1. mask 0, the paper's 1,500 images a silo (App. C.1): the first of A's best cells (:func:`best_cells`: the best
     noise-bound one, else the best);
-C. mask 0.5, 500 images: the best cells of A and the committed grid's (η = 0.1, c = 1);
-B2. the other best cells of A at 1,500 images;
+C. mask 0.5, 500 images: the first of A's best cells;
+B2. at 1,500 images, the other noise-bound cells of A (the best private accuracy first), then the other best cells;
+C2. mask 0.5: the other best cells of A and the committed grid's (η = 0.1, c = 1);
 D. η beyond the paper's grid (η = 1), to see where it is stable.
 
 Run (background, lowest priority; resumable: one atomic row per run in the store; ``--pack`` writes the committed
@@ -151,6 +152,13 @@ def best_cells(store, lrs: Sequence[float], clips: Sequence[float], k: int = 2, 
                clip_only_eps: float = CLIP_ONLY_EPS) -> list[tuple[float, float]]:
     """Of phase A's finished cells (mask 0, 500 images): the noise-bound cell with the best private accuracy (the
     candidate setting, first), then the ``k`` with the best private accuracy."""
+    scored = _ranked(store, lrs, clips, clip_only_eps)
+    bound = [cell for _, nb, cell in scored if nb]
+    return list(dict.fromkeys(bound[:1] + [cell for _, _, cell in scored[:k]]))
+
+
+def _ranked(store, lrs, clips, clip_only_eps) -> list[tuple[float, bool, tuple[float, float]]]:
+    """Phase A's finished cells as (private accuracy, noise-bound, (η, c)), the best private accuracy first."""
     scored = []
     for lr in lrs:
         for c in clips:
@@ -158,8 +166,7 @@ def best_cells(store, lrs: Sequence[float], clips: Sequence[float], k: int = 2, 
             if acc is not None and math.isfinite(acc["private"]):
                 scored.append((acc["private"], noise_bound(acc), (lr, c)))
     scored.sort(key=lambda t: -t[0])
-    bound = [cell for _, nb, cell in scored if nb]
-    return list(dict.fromkeys(bound[:1] + [cell for _, _, cell in scored[:k]]))
+    return scored
 
 
 def probe_phases(store, lrs: Sequence[float] = LR_PROBES, clips: Sequence[float] = CLIP_PROBES, *,
@@ -168,8 +175,9 @@ def probe_phases(store, lrs: Sequence[float] = LR_PROBES, clips: Sequence[float]
     ``store`` (empty until A is done).  ``lrs``, ``clips``: the η and clip grids (non-empty, finite, positive).
 
     A: mask 0, 500 images, the (η, c) cells with η within the paper's grid (η ≤ :data:`PAPER_MAX_LR`);
-    B1: the best cell of A (:func:`best_cells`) at the paper's 1,500 images; C: mask 0.5 at the best cells of A and
-    at the committed grid's (0.1, 1); B2: the other best cells at 1,500 images; D: the cells with η beyond the
+    B1: the best cell of A (:func:`best_cells`) at the paper's 1,500 images; C: mask 0.5 at that cell; B2: at 1,500
+    images the other noise-bound cells of A, then the other best; C2: mask 0.5 at the other best cells of A and at
+    the committed grid's (0.1, 1); D: the cells with η beyond the
     paper's grid (where they are stable), last."""
     lrs = check_positive_grid("lrs", lrs)
     clips = check_positive_grid("clips", clips)
@@ -181,12 +189,15 @@ def probe_phases(store, lrs: Sequence[float] = LR_PROBES, clips: Sequence[float]
     phase_a = [cfg for lr, c in inside for cfg in controls(lr, c, clip_only_eps=ce).values()]
     a_done = all(store.has(c) for c in phase_a)
     best = best_cells(store, [lr for lr in lrs if lr <= PAPER_MAX_LR], clips, clip_only_eps=ce) if a_done else []
-    big = [[cfg for cfg in controls(lr, c, train_per_silo=1500, clip_only_eps=ce).values()] for lr, c in best]
+    inside_lrs = [lr for lr in lrs if lr <= PAPER_MAX_LR]
+    bound = [cell for _, nb, cell in _ranked(store, inside_lrs, clips, ce) if nb] if a_done else []
+    at_1500 = list(dict.fromkeys(best[:1] + bound + best[1:]))  # B1: the first; B2: the other noise-bound, the best
+    big = [[cfg for cfg in controls(lr, c, train_per_silo=1500, clip_only_eps=ce).values()] for lr, c in at_1500]
     masked = list(dict.fromkeys([*best, (0.1, 1.0)])) if best else [(0.1, 1.0)]
     phase_c = [cfg for lr, c in masked for cfg in controls(lr, c, mask_ratio=0.5, clip_only_eps=ce).values()]
     phase_d = [cfg for lr, c in beyond for cfg in controls(lr, c, clip_only_eps=ce).values()]
-    return [("A", phase_a), ("B1", big[0] if big else []), ("C", phase_c),
-            ("B2", [cfg for part in big[1:] for cfg in part]), ("D", phase_d)]
+    return [("A", phase_a), ("B1", big[0] if big else []), ("C", phase_c[:3]),
+            ("B2", [cfg for part in big[1:] for cfg in part]), ("C2", phase_c[3:]), ("D", phase_d)]
 
 
 def _split(text: str) -> list[str]:
@@ -344,7 +355,7 @@ def main(argv=None) -> int:
         return 0
     started = time.perf_counter()
     print(f"started {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}", flush=True)
-    for name in ("A", "B1", "C", "B2", "D"):
+    for name in ("A", "B1", "C", "B2", "C2", "D"):
         phases = dict(probe_phases(store, lrs, clips, clip_only_eps=ce))  # B1, C, B2 are chosen once A is in the store
         todo = [c for c in _dedupe(phases[name]) if not store.has(c)]
         print(f"phase {name}: {len(todo)} runs to do", flush=True)

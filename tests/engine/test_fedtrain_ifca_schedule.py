@@ -97,3 +97,17 @@ def test_clusters_recovered_without_privacy_score_ari_one(clustered):
     recovered = np.array_equal(got[:, None] == got[None, :], truth[:, None] == truth[None, :])
     assert recovered == (r.extras["cluster_ari"] == pytest.approx(1.0))
     assert recovered
+
+
+def test_rotated_masked_rows_score_against_the_rotation_groups():
+    """On a rotated & masked set the recovery is scored against ``info["rotation_group"]`` (4 groups of silos)."""
+    from fedtrain.sweep import load_config_data
+
+    c = RunConfig(dataset="rotated-masked-digits", method="ifca", model="linear", eps=8.0, lr=0.1, rounds=4,
+                  batch_size=16, clip=1.0, delta=1e-5, num_clusters=4, select_frac=0.5, select_every=2,
+                  dataset_options={"image_size": 8})
+    data = load_config_data(c)
+    r = run(c, data)
+    groups = list(data.info["rotation_group"])
+    assert len(set(groups)) == 4 and r.extras["selection_rounds"] == [0, 2]
+    assert r.extras["cluster_ari"] == pytest.approx(ari(r.extras["clusters"], groups))

@@ -82,7 +82,7 @@ def test_phases_pick_the_best_private_cells_and_a_noise_bound_one():
     phases = dict(regime.probe_phases(empty))
     assert len({c.key() for c in phases["A"]}) == 3 + 2 * 9  # η within the paper's grid; no DP once per η
     assert {c.lr for c in phases["D"]} == {1.0} and len({c.key() for c in phases["D"]}) == 1 + 2 * 3
-    assert phases["B1"] == phases["B2"] == []  # chosen only once A is done
+    assert phases["B1"] == phases["B2"] == [] == phases["C2"]  # chosen only once A is done
     assert {(c.lr, c.clip) for c in phases["C"] if math.isfinite(c.eps)} == {(0.1, 1.0)}
 
     def acc(lr, c, eps):  # private best at (0.3, 3) and (0.1, 3); only (0.03, 8) is noise-bound
@@ -99,8 +99,15 @@ def test_phases_pick_the_best_private_cells_and_a_noise_bound_one():
         (0.03, 8.0, 1500)}
     assert {(c.lr, c.clip, c.dataset_options["train_per_silo"]) for c in phases["B2"] if math.isfinite(c.eps)} == {
         (0.3, 3.0, 1500), (0.1, 3.0, 1500)}
-    assert {(c.lr, c.clip) for c in phases["C"] if math.isfinite(c.eps)} == {(0.3, 3.0), (0.1, 3.0), (0.03, 8.0),
-                                                                             (0.1, 1.0)}
+
+    def acc2(lr, c, eps):  # as acc, and (0.1, 8) noise-bound too, with a poor private accuracy
+        return 0.40 if (lr, c, eps) == (0.1, 8.0, regime.PRIVATE_EPS) else acc(lr, c, eps)
+
+    b2 = dict(regime.probe_phases(FakeStore(acc2)))["B2"]
+    cells = [(c.lr, c.clip) for c in b2 if math.isfinite(c.eps) and c.eps != regime.CLIP_ONLY_EPS]
+    assert cells == [(0.1, 8.0), (0.3, 3.0), (0.1, 3.0)]  # the other noise-bound cell before the best private ones
+    assert {(c.lr, c.clip) for c in phases["C"] if math.isfinite(c.eps)} == {(0.03, 8.0)}
+    assert {(c.lr, c.clip) for c in phases["C2"] if math.isfinite(c.eps)} == {(0.3, 3.0), (0.1, 3.0), (0.1, 1.0)}
     rows = regime.summary_rows(store)
     assert len(rows) == 12 and [(r["lr"], r["clip"]) for r in rows if r["noise_bound"]] == [(0.03, 8.0)]
 
