@@ -211,7 +211,7 @@ document.querySelectorAll('img').forEach((img) => {
 document.querySelectorAll('.fedbook-live-panel').forEach((el, i) => {
   if (!(el.getAttribute('aria-label') || '').trim()) out.alt.push('live plot ' + i + ' has no aria-label');
 });
-const foot = document.querySelector('.extra_footer, footer');
+const foot = document.querySelector('.extra_footer') || document.querySelector('footer.bd-footer, footer');
 out.footer = foot ? foot.textContent.replace(/\s+/g, ' ').trim() : '';
 out.ipywidgets = document.querySelectorAll('.jupyter-widgets, .widget-slider, .widget-hslider, ' +
                                            'script[type="application/vnd.jupyter.widget-view+json"]').length;

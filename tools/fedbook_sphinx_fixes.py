@@ -90,6 +90,9 @@ def _plain(node: nodes.Node) -> str:
     return "".join(_plain(c) for c in node.children)
 
 
+#: a sentence's end: ., ! or ? before a space and a capital letter, not after an abbreviation (Props. 6.5, Fig. 3)
+_SENTENCE_END = re.compile(r"(?<!\bProps)(?<!\bProp)(?<!\bFigs)(?<!\bFig)(?<!\bEqs)(?<!\bEq)(?<!\bThm)(?<!\bCor)"
+                           r"(?<!\bApp)(?<!\bSec)(?<!\be\.g)(?<!\bi\.e)(?<!\bcf)(?<!\bvs)[.!?](?=\s+[A-Z“\"(])")
 #: alt text is the caption's first sentences, up to about this many characters
 ALT_CHARS = 250
 
@@ -101,7 +104,7 @@ def caption_text(figure: nodes.Element, limit: int = ALT_CHARS) -> str:
         text = " ".join(_plain(cap).split())
         if len(text) <= limit:
             return text
-        ends = [m.end() for m in re.finditer(r"[.!?](?=\s)", text[:limit + 1])]
+        ends = [m.end() for m in _SENTENCE_END.finditer(text[:limit + 1])]
         if ends and ends[-1] > 40:
             return text[:ends[-1]]
         return text[:limit].rsplit(" ", 1)[0] + "…"

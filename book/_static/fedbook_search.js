@@ -2,13 +2,15 @@
  *
  * - accent-insensitive: "Renyi" finds "Rényi".  Sphinx's index keeps each stemmed word with its accents;
  *   when the index is set, every accented term is also filed under its folded spelling (NFD, combining
- *   marks removed), so that a query typed without accents finds it.
+ *   marks removed), so that a query typed without accents finds it; a Greek letter standing as a word is
+ *   also filed under its name ("λ" under "lambda").
  * - chapters first: a word the chapters teach ("lambda", "epsilon", "crossover") matches many documented
  *   functions too, and Sphinx scores a function-name match (and a glossary entry) above a word in a chapter's
  *   text.  The reference pages (glossary, notation, bibliography, reference) are ranked after the chapters and
  *   the API pages (book/api_*) after everything else; within each group Sphinx's order is kept.
  * - readable snippets: the text around a hit is taken from the page's HTML, whose math is TeX source until
- *   MathJax typesets it; each math element is replaced by plain symbols (\lambda^* -> λ*) first.
+ *   MathJax typesets it; each math element is replaced by plain symbols (\lambda^* -> λ*) first, and code
+ *   cells' source and code blocks are left out, so that the snippet shows the prose around the word.
  */
 (function () {
   "use strict";
@@ -22,10 +24,25 @@
       table[plain] = Array.from(new Set(have.concat([].concat(table[term]))));
     }
   };
+  /* a Greek letter that stands alone as a word ("The optimal λ") is also filed under its name ("lambda"), so
+     that a reader typing the name finds the sections that are about it */
+  const GREEK = {"α": "alpha", "β": "beta", "γ": "gamma", "δ": "delta", "ε": "epsilon", "ζ": "zeta", "η": "eta",
+                 "θ": "theta", "κ": "kappa", "λ": "lambda", "μ": "mu", "ν": "nu", "ξ": "xi", "π": "pi", "ρ": "rho",
+                 "σ": "sigma", "τ": "tau", "φ": "phi", "χ": "chi", "ψ": "psi", "ω": "omega"};
+  const nameGreek = (table) => {
+    if (!table) return;
+    for (const [letter, name] of Object.entries(GREEK)) {
+      if (table[letter] === undefined) continue;
+      const have = table[name] === undefined ? [] : [].concat(table[name]);
+      table[name] = Array.from(new Set(have.concat([].concat(table[letter]))));
+    }
+  };
   const foldIndex = (index) => {
     if (index && !index.__fedbookFolded) {
       merge(index.terms);
       merge(index.titleterms);
+      nameGreek(index.terms);
+      nameGreek(index.titleterms);
       index.__fedbookFolded = true;
     }
     return index;
@@ -71,7 +88,9 @@
 
   const plainHtmlToText = (htmlString, anchor) => {
     const doc = new DOMParser().parseFromString(htmlString, "text/html");
-    for (const q of [".headerlink", "script", "style"]) doc.querySelectorAll(q).forEach((el) => el.remove());
+    // code cells' source and code blocks are left out of the snippet: it shows the prose around the word
+    for (const q of [".headerlink", "script", "style", ".cell_input", "div.highlight", "pre"])
+      doc.querySelectorAll(q).forEach((el) => el.remove());
     doc.querySelectorAll(".math, span.math, div.math").forEach((el) => {
       el.textContent = " " + texToPlain(el.textContent) + " ";
     });

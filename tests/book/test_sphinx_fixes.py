@@ -57,3 +57,11 @@ def test_footer_version_and_date(monkeypatch):
         (REPO / "pyproject.toml").read_text())["project"]["version"]
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1800000000")
     assert fx.build_date() == "2027-01-15"
+
+
+def test_a_caption_is_not_cut_after_an_abbreviation():
+    text = ("MR-MTL's gain over each endpoint against ε. The closed-form gains over local training and FedAvg (Props. "
+            "6.5 and 6.6; left) and the three errors. " + "More words here. " * 20)
+    fig, image = _figure(nodes.Text(text))
+    alt = fx.alt_for(image)
+    assert not alt.endswith("(Props.") and "6.5 and 6.6" in alt, alt
