@@ -65,3 +65,14 @@ lab: venv
 
 clean:
 	rm -rf _build
+
+## the whole book as one PDF, _build/latex/fedbook.pdf (Jupyter Book's LaTeX builder, xelatex; not part of
+## `make test`).  tools/setup_pdf.sh installs Debian's TeX Live packages when missing (apt-get, as root).
+## Notebooks already executed for the HTML book are reused (execute_notebooks: cache); widgets appear as the
+## figure they drew (tools/fedbook_pdf.py).  An HTML build made after it links the PDF from every page.
+.PHONY: pdf
+pdf: venv
+	@bash tools/setup_pdf.sh
+	@start=$$(date +%s); $(VENV)/bin/jupyter-book build . --builder pdflatex -n --keep-going \
+	  && test -f _build/latex/fedbook.pdf \
+	  && echo "pdf: _build/latex/fedbook.pdf, $$(( $$(date +%s) - start )) s"
