@@ -77,7 +77,8 @@ def run_pets_example(data, eps_values: Sequence[float] = (1.0, 8.0, math.inf), *
     from fedtrain.engine import run_many
 
     g = int(data.info.get("rows_per_person", 1))
-    configs = [RunConfig(data.name, method, eps=float(eps), delta=delta, lam=lam if method == "mrmtl" else 0.0,
+    configs = [RunConfig(data.name, method, eps=float(eps), delta=delta,
+                         lam=lam if method_spec(method).uses_lambda else 0.0,  # the registry says who takes λ
                          lr=lr, rounds=rounds, batch_size=batch_size, seed=int(s))
                for method in ("local", "fedavg", "mrmtl") for eps in eps_values for s in seeds]
     results = run_many(configs, data, keep_models=True)

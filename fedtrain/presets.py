@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 import os
 from typing import Any
+from fedtheory.privacy.calibration import calibrate
 from fedtheory.validation import check_integer_at_least, check_positive
 from fedtrain.data.cifar_hetero import CIFAR10_TRAIN_PER_CLASS, PAPER_NUM_SILOS
-from fedtrain.fedhdp.accounting import group_epsilon
+from fedtrain.fedhdp.accounting import group_epsilon, group_event
 from fedtrain.fedhdp.config import FedHDPConfig
 from fedtrain.fedhdp.experiments import method_configs
 from fedtrain.methods.registry import method_spec
@@ -436,26 +437,27 @@ FEDHDP_GRIDS: dict[str, dict[str, Any]] = {
 
 def fedhdp_noise_for_epsilon(epsilon: float, *, sample_rate: float, rounds: int, delta: float,
                              accountant: str = "rdp") -> float:
-    """The effective noise multiplier z (rounded up to 3 decimals, so ε never exceeds the target) at which
-    ``rounds`` Poisson-sampled Gaussian releases at rate ``sample_rate`` cost ``epsilon`` at ``delta``
-    (:func:`fedtrain.fedhdp.accounting.group_epsilon`, client-level adjacency).  With the paper's q = 0.05 and
-    δ = 1e-4, 500 rounds give z = 1.503 (the paper's z = 1.5 gives ε = 3.608, printed 3.6)."""
-    from scipy.optimize import brentq
+    """The effective noise multiplier z at which ``rounds`` Poisson-sampled Gaussian releases at rate ``sample_rate``
+    cost ``epsilon`` at ``delta`` (:func:`fedtrain.fedhdp.accounting.group_event`, client-level add/remove
+    adjacency, the named accountant): the smallest z on the grid of 3 decimals whose ε is ≤ the target.
 
+    Found by the book's one calibration, :func:`fedtheory.privacy.calibration.calibrate` (z certified ≤ target, at
+    most 0.1 % above the root), rounded up to 3 decimals and then lowered by 0.001 while the lower value still meets
+    the target.  With the paper's q = 0.05 and δ = 1e-4, 500 rounds give z = 1.503 (the paper's z = 1.5 gives
+    ε = 3.608, printed 3.6)."""
     epsilon = float(check_positive("epsilon", epsilon))
     rounds = int(check_integer_at_least("rounds", rounds, 1))
     if not 0.0 < float(sample_rate) <= 1.0:
         raise ValueError(f"sample_rate must lie in (0, 1] (got {sample_rate!r})")
     if not 0.0 < float(delta) < 1.0:
         raise ValueError(f"delta must lie in (0, 1) (got {delta!r})")
-    f = lambda z: group_epsilon(z, sample_rate, rounds, delta, accountant) - epsilon  # noqa: E731
-    lo, hi = 0.05, 1.0
-    while f(hi) > 0:
-        hi *= 2
-        if hi > 1e4:
-            raise ValueError(f"epsilon={epsilon} is out of reach for rounds={rounds} at q={sample_rate}")
-    z = brentq(f, lo, hi, xtol=1e-9) if f(lo) > 0 else lo
-    return math.ceil(z * 1000 - 1e-9) / 1000
+    z = calibrate(lambda z: group_event(z, float(sample_rate), rounds), epsilon, float(delta), accountant)
+    z = math.ceil(z * 1000 - 1e-9) / 1000
+    fits = lambda z: group_epsilon(z, sample_rate, rounds, delta, accountant) <= epsilon  # noqa: E731
+    while z > 0.001 and fits(round(z - 0.001, 3)):
+        z = round(z - 0.001, 3)
+    assert fits(z)
+    return z
 
 
 def fedhdp_grid(name: str = "claims-fashion", *, datasets=None, seeds=None) -> list:

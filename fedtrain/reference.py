@@ -140,6 +140,184 @@ def _losses(task: str):
     raise ValueError(f"the reference supports task 'regression' or 'binary' (got {task!r})")
 
 
+def _check_reference_config(config: RunConfig, data: FederatedData) -> None:
+    """``ValueError`` for what the reference does not run (method, model, ConvNet's MR-MTL mode, a missing GPU)."""
+    if config.method not in SUPPORTED_METHODS:
+        raise ValueError(f"method must be one of {SUPPORTED_METHODS} for the reference (got {config.method!r})")
+    if config.model not in ("linear", "convnet"):
+        raise ValueError(f"model must be 'linear' or 'convnet' for the reference (got {config.model!r})")
+    if config.model == "convnet":
+        if data.input_shape is None or data.task != "multiclass":
+            raise ValueError("model='convnet' needs multiclass image data with an input_shape (C, H, W)")
+        if config.method == "mrmtl" and config.lam > 0 and config.prox_mode != "post-noise" and config.private:
+            raise ValueError("the reference runs the ConvNet's MR-MTL with prox_mode='post-noise' only "
+                             f"(got {config.prox_mode!r})")
+    if torch.device(config.device).type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device='cuda' but CUDA is not available (torch.cuda.is_available() is False)")
+
+
+class _FlatParams:
+    """A silo model's parameters as one flat vector (``[w, b]`` for the linear model, the ConvNet's
+    :meth:`~fedtrain.models.ConvNetModel.flatten` order otherwise), and MR-MTL's proximal gradient term."""
+
+    def __init__(self, d: int, spec: ConvNetModel | None):
+        self.d, self.spec = d, spec
+
+    @staticmethod
+    def core(model):
+        """The underlying module (Opacus' ``GradSampleModule`` wraps it)."""
+        return model._module if hasattr(model, "_module") else model
+
+    def get(self, model) -> torch.Tensor:
+        c = self.core(model)
+        if self.spec is not None:
+            return self.spec.flatten({k: v.detach() for k, v in c.state_dict().items()}).clone()
+        return torch.cat([c.weight.detach().ravel(), c.bias.detach().ravel()]).clone()
+
+    def set(self, model, v: torch.Tensor) -> None:
+        c, d = self.core(model), self.d
+        with torch.no_grad():
+            if self.spec is not None:
+                for name, val in self.spec.unflatten(v).items():
+                    c.get_parameter(name).copy_(val)
+                return
+            c.weight.copy_(v[:d].view(1, d))
+            c.bias.copy_(v[d:])
+
+    def set_center(self, c, wbar: torch.Tensor) -> None:
+        """Store the proximal centre w̄ on the core module (read by :class:`ProxLinear`'s grad sampler and by
+        :meth:`add_prox`)."""
+        if self.spec is not None:
+            c.center = wbar.clone()
+        else:
+            c.center_w, c.center_b = wbar[:self.d].view(1, self.d).clone(), wbar[self.d:].clone()
+
+    def add_prox(self, c, lam: float) -> None:
+        """``p.grad += λ(p − p̄)`` for every parameter (after privatization, or non-private)."""
+        if self.spec is not None:
+            centre = self.spec.unflatten(c.center)
+            for name, prm in c.named_parameters():
+                prm.grad += lam * (prm - centre[name])
+        else:
+            c.weight.grad += lam * (c.weight - c.center_w)
+            c.bias.grad += lam * (c.bias - c.center_b)
+
+
+def _make_silo(k: int, config: RunConfig, data: FederatedData, flat: _FlatParams, init, z_k: float, q_k: float,
+               m_k: int, private: bool, gen: torch.Generator, dev: torch.device) -> dict:
+    """Silo ``k``'s model (zero-initialized linear, or the shared ConvNet draw ``init``), SGD, Poisson-sampled loader
+    and, when ``private``, its Opacus ``PrivacyEngine`` (noise multiplier ``z_k``, clip ``config.clip``)."""
+    import warnings
+
+    from opacus import PrivacyEngine
+    from opacus.utils.uniform_sampler import UniformWithReplacementSampler
+    from torch.utils.data import DataLoader, TensorDataset
+
+    spec, d, n_k = flat.spec, data.dim, int(data.train_sizes[k])
+    if spec is not None:
+        model = convnet_module(data.input_shape, int(data.num_classes), padding=spec.padding)
+        model.load_state_dict(spec.unflatten(init))
+        model.lam, model.center = 0.0, None
+    else:
+        model = ProxLinear(d, 1)
+        nn.init.zeros_(model.weight)
+        nn.init.zeros_(model.bias)
+    model = model.to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=config.lr)
+    ds = TensorDataset(torch.as_tensor(data.train_x[k], dtype=torch.float32, device=dev),
+                       torch.as_tensor(data.train_y[k], dtype=torch.float32, device=dev))
+    loader = DataLoader(ds, batch_sampler=UniformWithReplacementSampler(
+        num_samples=n_k, sample_rate=float(q_k), steps=int(m_k), generator=gen),
+        collate_fn=_collate_with_empty(d, data.input_shape if spec is not None else None, dev))
+    if private:
+        engine = PrivacyEngine(accountant=config.accountant)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model, opt, loader = engine.make_private(module=model, optimizer=opt, data_loader=loader,
+                                                     noise_multiplier=float(z_k), max_grad_norm=config.clip,
+                                                     poisson_sampling=False, loss_reduction="mean")
+        opt.expected_batch_size = int(min(config.batch_size, n_k))
+    return dict(model=model, opt=opt, loader=loader, private=private)
+
+
+def _local_training(silo: dict, n_k: int, config: RunConfig, flat: _FlatParams, wbar: torch.Tensor, lam: float,
+                    train_loss) -> tuple[torch.Tensor, int]:
+    """One round of ``config.local_epochs`` epochs on one silo: ``(model change, steps taken)``.
+
+    MR-MTL's ``λ(w − w̄)`` is added after privatization (``post-noise``, or a non-private silo) or, in
+    ``clip-together`` mode, inside every example's gradient by :class:`ProxLinear`'s grad sampler (clipped with
+    it)."""
+    model, opt, private = silo["model"], silo["opt"], silo["private"]
+    if config.method == "fedavg":
+        flat.set(model, wbar)
+    start = flat.get(model)
+    c = flat.core(model)
+    post_noise = lam > 0 and (config.prox_mode == "post-noise" or not private)
+    c.lam = lam if (lam > 0 and not post_noise) else 0.0
+    flat.set_center(c, wbar)
+    steps = 0
+    for _e in range(config.local_epochs):
+        for xb, yb in silo["loader"]:
+            opt.zero_grad()
+            if len(xb) == 0 and not private:
+                steps += 1  # an empty Poisson batch: no update
+                continue
+            # an empty batch still makes Opacus add noise (zero-size per-example gradients)
+            train_loss(model(xb), yb).backward()
+            if private:
+                if post_noise:
+                    # privatize the data gradient, then add λ(w − w̄) (free post-processing)
+                    opt.pre_step()
+                    with torch.no_grad():
+                        flat.add_prox(c, lam)
+                    opt.original_optimizer.step()
+                else:
+                    opt.step()
+            else:
+                # non-private: same normalization as the engine (sum / expected batch size)
+                with torch.no_grad():
+                    for p in c.parameters():
+                        p.grad *= len(xb) / min(config.batch_size, n_k)
+                    if lam > 0:
+                        flat.add_prox(c, lam)
+                opt.step()
+            steps += 1
+    return flat.get(model) - start, steps
+
+
+def _test_metrics(silos: list[dict], wbar: torch.Tensor, config: RunConfig, data: FederatedData, flat: _FlatParams,
+                  metric, dev: torch.device) -> np.ndarray:
+    """Each silo's test metric: of the global model ``wbar`` for FedAvg, of the silo's own model otherwise."""
+    d, spec = data.dim, flat.spec
+    out = np.zeros(len(silos))
+    for k, s in enumerate(silos):
+        w = wbar if config.method == "fedavg" else flat.get(s["model"])
+        x = torch.as_tensor(data.test_x[k], dtype=torch.float32, device=dev)
+        if spec is not None:
+            probe = convnet_module(data.input_shape, int(data.num_classes), padding=spec.padding).to(dev)
+            probe.load_state_dict(spec.unflatten(w))
+            with torch.no_grad():
+                f = probe(x.reshape(-1, *data.input_shape))
+        else:
+            f = (x @ w[:d] + w[d:])[:, None]
+        out[k] = float(metric(f, torch.as_tensor(data.test_y[k], dtype=torch.float32, device=dev)).mean())
+    return out
+
+
+def _opacus_epsilons(z: np.ndarray, q: np.ndarray, steps: np.ndarray, delta: np.ndarray,
+                     accountant: str) -> np.ndarray:
+    """ε_k certified by a fresh Opacus accountant for ``steps[k]`` steps at ``(z_k, q_k)`` (∞ where z_k = 0)."""
+    from opacus.accountants import create_accountant
+
+    out = np.full(len(z), math.inf)
+    for k in range(len(z)):
+        if z[k] > 0:
+            acc = create_accountant(accountant)
+            acc.history = [(float(z[k]), float(q[k]), int(steps[k]))]
+            out[k] = acc.get_epsilon(delta=float(delta[k]))
+    return out
+
+
 def reference_run(config: RunConfig, data: FederatedData, *, noise_multipliers: np.ndarray | None = None,
                   accountant_check: bool = True) -> ReferenceResult:
     """Train ``config`` (method local / fedavg / mrmtl) with one Opacus PrivacyEngine per silo.
@@ -150,28 +328,9 @@ def reference_run(config: RunConfig, data: FederatedData, *, noise_multipliers: 
     ``config.device``: where the models, data and Opacus' per-example gradients live (``"cuda"`` for the GPU
     benchmark; the Poisson sampler draws its indices on the CPU).
     """
-    import warnings
-
-    from opacus import PrivacyEngine
-    from opacus.accountants import create_accountant
-    from opacus.utils.uniform_sampler import UniformWithReplacementSampler
-    from torch.utils.data import DataLoader, TensorDataset
-
-    if config.method not in SUPPORTED_METHODS:
-        raise ValueError(f"method must be one of {SUPPORTED_METHODS} for the reference (got {config.method!r})")
-    if config.model not in ("linear", "convnet"):
-        raise ValueError(f"model must be 'linear' or 'convnet' for the reference (got {config.model!r})")
-    convnet = config.model == "convnet"
-    if convnet:
-        if data.input_shape is None or data.task != "multiclass":
-            raise ValueError("model='convnet' needs multiclass image data with an input_shape (C, H, W)")
-        if config.method == "mrmtl" and config.lam > 0 and config.prox_mode != "post-noise" and config.private:
-            raise ValueError("the reference runs the ConvNet's MR-MTL with prox_mode='post-noise' only "
-                             f"(got {config.prox_mode!r})")
+    _check_reference_config(config, data)
     t0 = time.perf_counter()
     dev = torch.device(config.device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device='cuda' but CUDA is not available (torch.cuda.is_available() is False)")
     torch.manual_seed(config.seed)
     gen = torch.Generator().manual_seed(config.seed)
     eps, delta = resolve_budgets(config, data)
@@ -185,136 +344,33 @@ def reference_run(config: RunConfig, data: FederatedData, *, noise_multipliers: 
         z = np.asarray(noise_multipliers, dtype=float)
     train_loss, metric = _losses(data.task)
 
-    silos = []
-    if convnet:
+    spec = init = None
+    if config.model == "convnet":
         spec = ConvNetModel(data.input_shape, int(data.num_classes))
         init = spec.init((), gen).to(dev)  # one draw shared by all silos, as in the engine
-    for k in range(K):
-        if convnet:
-            model = convnet_module(data.input_shape, int(data.num_classes), padding=spec.padding)
-            model.load_state_dict(spec.unflatten(init))
-            model.lam, model.center = 0.0, None
-        else:
-            model = ProxLinear(d, 1)
-            nn.init.zeros_(model.weight)
-            nn.init.zeros_(model.bias)
-        model = model.to(dev)
-        opt = torch.optim.SGD(model.parameters(), lr=config.lr)
-        ds = TensorDataset(torch.as_tensor(data.train_x[k], dtype=torch.float32, device=dev),
-                           torch.as_tensor(data.train_y[k], dtype=torch.float32, device=dev))
-        loader = DataLoader(ds, batch_sampler=UniformWithReplacementSampler(
-            num_samples=int(n[k]), sample_rate=float(q[k]), steps=int(m[k]), generator=gen),
-            collate_fn=_collate_with_empty(d, data.input_shape if convnet else None, dev))
-        private = math.isfinite(eps[k])
-        if private:
-            engine = PrivacyEngine(accountant=config.accountant)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                model, opt, loader = engine.make_private(module=model, optimizer=opt, data_loader=loader,
-                                                         noise_multiplier=float(z[k]), max_grad_norm=config.clip,
-                                                         poisson_sampling=False, loss_reduction="mean")
-            opt.expected_batch_size = int(min(B, n[k]))
-        silos.append(dict(model=model, opt=opt, loader=loader, private=private))
-
-    def core(model):  # the underlying ProxLinear (GradSampleModule wraps it)
-        return model._module if hasattr(model, "_module") else model
-
-    def get_flat(model):
-        c = core(model)
-        if convnet:
-            return spec.flatten({k: v.detach() for k, v in c.state_dict().items()}).clone()
-        return torch.cat([c.weight.detach().ravel(), c.bias.detach().ravel()]).clone()
-
-    def set_flat(model, v):
-        c = core(model)
-        with torch.no_grad():
-            if convnet:
-                for name, val in spec.unflatten(v).items():
-                    c.get_parameter(name).copy_(val)
-                return
-            c.weight.copy_(v[:d].view(1, d))
-            c.bias.copy_(v[d:])
-
-    def add_prox(c):  # p.grad += λ(p − p̄) for every parameter (after privatization, or non-private)
-        if convnet:
-            centre = spec.unflatten(c.center)
-            for name, prm in c.named_parameters():
-                prm.grad += lam * (prm - centre[name])
-        else:
-            c.weight.grad += lam * (c.weight - c.center_w)
-            c.bias.grad += lam * (c.bias - c.center_b)
+    flat = _FlatParams(d, spec)
+    silos = [_make_silo(k, config, data, flat, init, z[k], q[k], m[k], math.isfinite(eps[k]), gen, dev)
+             for k in range(K)]
 
     wts = n / n.sum() if config.aggregation == "weighted" else np.full(K, 1.0 / K)
-    wbar = get_flat(silos[0]["model"]) if convnet else torch.zeros(d + 1, device=dev)
+    wbar = flat.get(silos[0]["model"]) if spec is not None else torch.zeros(d + 1, device=dev)
     steps = np.zeros(K, dtype=np.int64)
     lam = config.lam if config.method == "mrmtl" else 0.0
     for _t in range(config.rounds):
         deltas = []
         for k, s in enumerate(silos):
-            model, opt = s["model"], s["opt"]
-            if config.method == "fedavg":
-                set_flat(model, wbar)
-            start = get_flat(model)
-            c = core(model)
-            post_noise = lam > 0 and (config.prox_mode == "post-noise" or not s["private"])
-            c.lam = lam if (lam > 0 and not post_noise) else 0.0
-            if convnet:
-                c.center = wbar.clone()
-            else:
-                c.center_w, c.center_b = wbar[:d].view(1, d).clone(), wbar[d:].clone()
-            for _e in range(config.local_epochs):
-                for xb, yb in s["loader"]:
-                    opt.zero_grad()
-                    if len(xb) == 0 and not s["private"]:
-                        steps[k] += 1  # an empty Poisson batch: no update
-                        continue
-                    # an empty batch still makes Opacus add noise (zero-size per-example gradients)
-                    train_loss(model(xb), yb).backward()
-                    if s["private"]:
-                        if post_noise:
-                            # privatize the data gradient, then add λ(w − w̄) (free post-processing)
-                            opt.pre_step()
-                            with torch.no_grad():
-                                add_prox(c)
-                            opt.original_optimizer.step()
-                        else:
-                            opt.step()
-                    else:
-                        # non-private: same normalization as the engine (sum / expected batch size)
-                        with torch.no_grad():
-                            for p in c.parameters():
-                                p.grad *= len(xb) / min(B, n[k])
-                            if lam > 0:
-                                add_prox(c)
-                        opt.step()
-                    steps[k] += 1
-            deltas.append(get_flat(model) - start)
+            change, taken = _local_training(s, int(n[k]), config, flat, wbar, lam, train_loss)
+            deltas.append(change)
+            steps[k] += taken
         if config.method in ("fedavg", "mrmtl"):
             wbar = wbar + sum(float(wts[k]) * deltas[k] for k in range(K))
 
-    silo_metrics = np.zeros(K)
-    final = torch.stack([get_flat(s["model"]) for s in silos])
+    final = torch.stack([flat.get(s["model"]) for s in silos])
     spread = float(((final - final.mean(0)) ** 2).sum())  # (a sync point on CUDA: the timing includes the work)
-    for k, s in enumerate(silos):
-        c = core(s["model"])
-        w = wbar if config.method == "fedavg" else get_flat(s["model"])
-        x = torch.as_tensor(data.test_x[k], dtype=torch.float32, device=dev)
-        if convnet:
-            probe = convnet_module(data.input_shape, int(data.num_classes), padding=spec.padding).to(dev)
-            probe.load_state_dict(spec.unflatten(w))
-            with torch.no_grad():
-                f = probe(x.reshape(-1, *data.input_shape))
-        else:
-            f = (x @ w[:d] + w[d:])[:, None]
-        silo_metrics[k] = float(metric(f, torch.as_tensor(data.test_y[k], dtype=torch.float32, device=dev)).mean())
+    silo_metrics = _test_metrics(silos, wbar, config, data, flat, metric, dev)
     nt = data.test_sizes
-    eps_spent = np.full(K, math.inf)
-    if accountant_check:
-        for k in range(K):
-            if z[k] > 0:
-                acc = create_accountant(config.accountant)
-                acc.history = [(float(z[k]), float(q[k]), int(steps[k]))]
-                eps_spent[k] = acc.get_epsilon(delta=float(delta[k]))
+    eps_spent = (_opacus_epsilons(z, q, steps, delta, config.accountant) if accountant_check
+                 else np.full(K, math.inf))
     return ReferenceResult(test_metric=float(silo_metrics @ (nt / nt.sum())), silo_metrics=silo_metrics,
                            noise_multipliers=z, eps_spent=eps_spent, steps=steps, spread=spread,
                            wall_time=time.perf_counter() - t0)

@@ -4,7 +4,7 @@ Mean estimation (Sec. 6): K silos of n points, data noise σ, heterogeneity τ, 
 clipped sum once with the Gaussian mechanism, noise std ``σ_DP = c·z`` (clip c, noise multiplier z).
 *Untuned*: z meets (ε, δ) for one release.  *Tuned*: z meets (ε, δ) for the whole random-repetition
 tuning procedure (h ~ TNB(ν, γ) or Poisson with E[h] runs), recalibrated by
-:func:`fedtheory.privacy.tuning.tuned_noise_multiplier`.  The error of MR-MTL(λ) is Lemma 6.7
+:func:`fedtheory.privacy.tuning.accounting.tuned_noise_multiplier`.  The error of MR-MTL(λ) is Lemma 6.7
 (:func:`fedtheory.mean_estimation.mse`); the simulation is :func:`fedtheory.mean_estimation.simulate`
 (no clipping, Assumption E.2; the paper's simulator clips at c = 1, a ~1 % bias).
 
@@ -58,7 +58,7 @@ class Setting:
 def pretty_label(label: str) -> str:
     """Reader-facing form of a setting's key: ``"Tuned, TNB eta=0"`` → ``"Tuned, TNB ν=0"``.
 
-    Keys (``Setting.label``, :func:`fedtheory.privacy.tuning.calibration_table` labels) stay ASCII so that
+    Keys (``Setting.label``, :func:`fedtheory.privacy.tuning.accounting.calibration_table` labels) stay ASCII so that
     code can index by them; legends and tables show this form.
     """
     return label.replace("eta=", "ν=").replace("mu=", "μ=")
@@ -131,9 +131,9 @@ def released(settings: list[Setting], tau: float, *, mean_runs: float = 10.0, K:
              sigma: float = 0.4, clip: float = 1.0, lam_range=(1e-3, 1e2), points: int = 20_001) -> dict:
     """Expected error of the **released** model per tuned curve: h runs with h ~ the curve's law (E[h] =
     ``mean_runs``), each with λ drawn log-uniform over ``lam_range`` (the figure's range), noise-free selection of
-    the best (:func:`fedtheory.privacy.tuning.expected_best_of_runs`); for Poisson, h = 0 releases ⊥, counted at
+    the best (:func:`fedtheory.privacy.tuning.runs.expected_best_of_runs`); for Poisson, h = 0 releases ⊥, counted at
     the untuned private FedAvg error (P(h = 0) = e^{-E[h]}).  Computed through the laws' generating functions
-    (:func:`fedtheory.privacy.tuning.expected_released_value`).  The lowest point of a tuned curve (the paper's
+    (:func:`fedtheory.privacy.tuning.runs.expected_released_value`).  The lowest point of a tuned curve (the paper's
     reading) is what a tuner gets only when h is large; this averages over the random h and the draws."""
     lam = np.logspace(np.log10(lam_range[0]), np.log10(lam_range[1]), int(points))
     out = {}

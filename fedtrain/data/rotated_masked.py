@@ -149,34 +149,13 @@ def make_rotated_masked(
     if h % patch_size:
         raise ValueError(f"patch_size must divide the image side (got patch_size={patch_size} for {h}x{w} images)")
     rng = np.random.default_rng([seed, 104729])
+    test = None
     if test_images is not None:
-        te_x, te_y = check_images("test_images", test_images, test_labels, num_classes=num_classes)
-        if te_x.shape[1:] != tr_x.shape[1:]:
+        test = check_images("test_images", test_images, test_labels, num_classes=num_classes)
+        if test[0].shape[1:] != tr_x.shape[1:]:
             raise ValueError(f"test_images must have the shape of train_images' images {tr_x.shape[1:]} "
-                             f"(got {te_x.shape[1:]})")
-        n_tr = _per_silo("train_per_silo", train_per_silo, tr_x.shape[0], num_silos)
-        n_te = _per_silo("test_per_silo", test_per_silo, te_x.shape[0], num_silos)
-        ptr, pte = rng.permutation(tr_x.shape[0]), rng.permutation(te_x.shape[0])
-        tr_idx = [ptr[k * n_tr:(k + 1) * n_tr] for k in range(num_silos)]
-        te_idx = [pte[k * n_te:(k + 1) * n_te] for k in range(num_silos)]
-        pools = ((tr_x, tr_y, tr_idx), (te_x, te_y, te_idx))
-    else:
-        total = tr_x.shape[0]
-        if train_per_silo is None and test_per_silo is None:
-            each = total // num_silos
-            n_te = max(1, round(each / 7))
-            n_tr = each - n_te
-        else:
-            n_tr = _per_silo("train_per_silo", train_per_silo, total, num_silos)
-            n_te = _per_silo("test_per_silo", test_per_silo, total, num_silos)
-        if n_tr < 1 or num_silos * (n_tr + n_te) > total:
-            raise ValueError(f"train_per_silo + test_per_silo times num_silos must fit in the {total} images "
-                             f"(got {n_tr} + {n_te} per silo for {num_silos} silos)")
-        perm = rng.permutation(total)
-        step = n_tr + n_te
-        tr_idx = [perm[k * step:k * step + n_tr] for k in range(num_silos)]
-        te_idx = [perm[k * step + n_tr:(k + 1) * step] for k in range(num_silos)]
-        pools = ((tr_x, tr_y, tr_idx), (tr_x, tr_y, te_idx))
+                             f"(got {test[0].shape[1:]})")
+    pools = _silo_pools(rng, (tr_x, tr_y), test, train_per_silo, test_per_silo, num_silos)
     groups = np.array([k * num_groups // num_silos for k in range(num_silos)], dtype=np.int64)
     masks = draw_patch_masks(num_silos, h, w, mask_ratio=mask_ratio, patch_size=patch_size, seed=mask_seed)
     out: list[list[np.ndarray]] = [[], [], [], []]
@@ -195,6 +174,40 @@ def make_rotated_masked(
         "realized_mask_ratio": float(masks.mean()),
     })
     return federated_from_images(name, out[0], out[1], out[2], out[3], num_classes=num_classes, real=real, info=meta)
+
+
+def _silo_pools(rng: np.random.Generator, train: tuple[np.ndarray, np.ndarray],
+                test: tuple[np.ndarray, np.ndarray] | None, train_per_silo: int | None, test_per_silo: int | None,
+                num_silos: int) -> tuple[tuple, tuple]:
+    """``((x, y, train indices per silo), (x, y, test indices per silo))``: with a separate ``test`` pool each silo
+    takes a slice of the shuffled train pool and one of the shuffled test pool; without it, consecutive slices of
+    ``train_per_silo + test_per_silo`` images of the one shuffled pool (``None`` sizes: as much of the pool as
+    divides evenly, test share 1/7)."""
+    tr_x, tr_y = train
+    if test is not None:
+        te_x, te_y = test
+        n_tr = _per_silo("train_per_silo", train_per_silo, tr_x.shape[0], num_silos)
+        n_te = _per_silo("test_per_silo", test_per_silo, te_x.shape[0], num_silos)
+        ptr, pte = rng.permutation(tr_x.shape[0]), rng.permutation(te_x.shape[0])
+        tr_idx = [ptr[k * n_tr:(k + 1) * n_tr] for k in range(num_silos)]
+        te_idx = [pte[k * n_te:(k + 1) * n_te] for k in range(num_silos)]
+        return (tr_x, tr_y, tr_idx), (te_x, te_y, te_idx)
+    total = tr_x.shape[0]
+    if train_per_silo is None and test_per_silo is None:
+        each = total // num_silos
+        n_te = max(1, round(each / 7))
+        n_tr = each - n_te
+    else:
+        n_tr = _per_silo("train_per_silo", train_per_silo, total, num_silos)
+        n_te = _per_silo("test_per_silo", test_per_silo, total, num_silos)
+    if n_tr < 1 or num_silos * (n_tr + n_te) > total:
+        raise ValueError(f"train_per_silo + test_per_silo times num_silos must fit in the {total} images "
+                         f"(got {n_tr} + {n_te} per silo for {num_silos} silos)")
+    perm = rng.permutation(total)
+    step = n_tr + n_te
+    tr_idx = [perm[k * step:k * step + n_tr] for k in range(num_silos)]
+    te_idx = [perm[k * step + n_tr:(k + 1) * step] for k in range(num_silos)]
+    return (tr_x, tr_y, tr_idx), (tr_x, tr_y, te_idx)
 
 
 def _per_silo(name: str, value: int | None, pool: int, num_silos: int) -> int:

@@ -6,16 +6,32 @@ there only hides a cycle until the function runs).  Imports under ``if TYPE_CHEC
 never run.  ``from package import name`` is an edge to ``package.name`` when that is a module, else to
 ``package`` (its ``__init__``).
 
-Layers, each importing only its own layer and those below:
+Layers, each importing only its own layer and those below (a module's layer is that of its longest name prefix
+in :data:`LAYER_OF`; a package's entry covers its submodules):
 
 0. ``paper``: the papers' settings as plain values (:mod:`fedtrain.paper`), importing nothing of the project;
-1. ``core``: the libraries: the theory (every ``fedtheory`` module) and training's engine, ledger, models,
-   losses, methods, data, the results stores (:mod:`fedtrain.store`: row keys, provenance, the working store, the
-   committed store; :mod:`fedtrain.results`, their front: rows stored and read), FedHDP's trainer; the atomic
-   writer (:mod:`fedtheory.atomic_io`) that the calibration cache and the stores share;
-2. ``experiments``: the book's grids (:mod:`fedtrain.presets`), sweeps and their executors, the committed
-   results' orchestration (:mod:`fedtrain.book_results`), figures, analysis;
-3. ``cli``: the ``fedtrain`` command.
+1. ``utilities``: argument checks (:mod:`fedtheory.validation`), the atomic writer (:mod:`fedtheory.atomic_io`),
+   Markdown tables (:mod:`fedtheory.figures.tables`), JSON encoding, parameter specs, losses, the DP-SGD step;
+2. ``privacy``: the accounting theory (:mod:`fedtheory.privacy`: events, accountants, the one calibration, tuning,
+   secure aggregation);
+3. ``theory``: the rest of ``fedtheory`` (mean estimation, linear regression, point estimation, derived-vs-printed
+   checks, the λ advisor);
+4. ``theory-figures``: ``fedtheory``'s figures and widgets;
+5. ``ledger``: training's privacy ledger (:mod:`fedtrain.ledger`);
+6. ``data``: the datasets (:mod:`fedtrain.data`);
+7. ``methods``: the method registry, options and implementations (:mod:`fedtrain.methods`);
+8. ``models``: the models (:mod:`fedtrain.models`);
+9. ``config``: a run's configuration (:mod:`fedtrain.config`);
+10. ``engine``: the training engine, the Opacus reference, test fixtures, the audits, the practitioner pipeline;
+11. ``store``: the results stores (:mod:`fedtrain.store`) and their front (:mod:`fedtrain.results`);
+12. ``sweeps``: grids and their executors, the book's grids (:mod:`fedtrain.presets`), the committed results'
+    orchestration (:mod:`fedtrain.book_results`), the regime, results analysis;
+13. ``experiments``: figures and their checks, the PETs example, FedHDP (:mod:`fedtrain.fedhdp`), the federated
+    deployment (:mod:`fedtrain.federate`);
+14. ``cli``: the ``fedtrain`` command and its subcommands.
+
+An import from a lower layer into a higher one (a *back arrow*) fails :func:`test_imports_go_down_the_layers`,
+except the known ones of :data:`KNOWN_BACK_ARROWS`, each to be removed when its cause is.
 
 ``fedtheory`` stands alone: it imports nothing from ``fedtrain``.
 
@@ -30,34 +46,71 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = ("fedtheory", "fedtrain")
-LAYERS = ("paper", "core", "experiments", "cli")
+LAYERS = ("paper", "utilities", "privacy", "theory", "theory-figures", "ledger", "data", "methods", "models", "config",
+          "engine", "store", "sweeps", "experiments", "cli")
 
 #: The layer of each module, by the longest matching name prefix (a package's entry covers its submodules).
 LAYER_OF = {
-    "fedtheory": "core",
-    "fedtrain": "core",
     "fedtrain.paper": "paper",
-    "fedtrain.store": "core",
-    "fedtrain.results": "core",
-    "fedtrain.presets": "experiments",
-    "fedtrain.sweep": "experiments",
-    "fedtrain.regime": "experiments",
-    "fedtrain.executors": "experiments",
-    "fedtrain.book_results": "experiments",
+    "fedtheory": "theory",
+    "fedtheory.validation": "utilities",
+    "fedtheory.atomic_io": "utilities",
+    "fedtheory.figures.tables": "utilities",
+    "fedtheory.privacy": "privacy",
+    "fedtheory.figures": "theory-figures",
+    "fedtheory.widgets": "theory-figures",
+    "fedtheory.widgets_live": "theory-figures",
+    "fedtrain": "utilities",  # the package's __init__ (imports nothing); every module below has its own entry
+    "fedtrain.encoding": "utilities",
+    "fedtrain.params": "utilities",
+    "fedtrain.losses": "utilities",
+    "fedtrain.dpsgd_step": "utilities",
+    "fedtrain.ledger": "ledger",
+    "fedtrain.data": "data",
+    "fedtrain.methods": "methods",
+    "fedtrain.models": "models",
+    "fedtrain.config": "config",
+    "fedtrain.engine": "engine",
+    "fedtrain.reference": "engine",
+    "fedtrain.testing": "engine",
+    "fedtrain.audit": "engine",
+    "fedtrain.audit_power": "engine",
+    "fedtrain.practice": "engine",
+    "fedtrain.store": "store",
+    "fedtrain.results": "store",
+    "fedtrain.executors": "sweeps",
+    "fedtrain.sweep": "sweeps",
+    "fedtrain.regime": "sweeps",
+    "fedtrain.presets": "sweeps",
+    "fedtrain.book_results": "sweeps",
+    "fedtrain.analysis": "sweeps",
     "fedtrain.figures": "experiments",
-    "fedtrain.analysis": "experiments",
     "fedtrain.fig6_checks": "experiments",
     "fedtrain.fig3d_checks": "experiments",
     "fedtrain.pets": "experiments",
-    "fedtrain.fedhdp.experiments": "experiments",
-    "fedtrain.fedhdp.tables": "experiments",
-    "fedtrain.fedhdp.figures": "experiments",
-    "fedtrain.fedhdp.theory_link": "experiments",
+    "fedtrain.fedhdp": "experiments",
+    "fedtrain.federate": "experiments",
     "fedtrain.cli": "cli",
     "fedtrain.__main__": "cli",
     "fedtrain.advise": "cli",
     "fedtrain.fedhdp.cli": "cli",
+    "fedtrain.federate.command": "cli",
 }
+
+#: Back arrows known today, allowed until their cause is removed.  All come from FedHDP's package spanning four
+#: layers: its config, trainer and accounting belong beside the engine's (config, engine, ledger) but sit in
+#: :mod:`fedtrain.fedhdp` with its experiments, so the store and the presets reach up into it.  To be removed
+#: when FedHDP's trainer, config and accounting move down; an entry that no longer occurs fails
+#: :func:`test_known_back_arrows_still_occur`, so this list only shrinks.
+KNOWN_BACK_ARROWS = frozenset({
+    ("fedtrain.presets", "fedtrain.fedhdp.accounting"),
+    ("fedtrain.presets", "fedtrain.fedhdp.config"),
+    ("fedtrain.presets", "fedtrain.fedhdp.experiments"),
+    ("fedtrain.store.keys", "fedtrain.fedhdp.config"),
+    ("fedtrain.store.claims", "fedtrain.fedhdp.config"),
+    ("fedtrain.store.working", "fedtrain.fedhdp.config"),
+    ("fedtrain.store.working", "fedtrain.fedhdp.trainer"),
+})
 
 
 #: Third-party packages whose import a function-level import of a project module may defer, so that a caller who
@@ -259,10 +312,45 @@ def test_every_module_has_a_layer():
     assert not missing
 
 
+def _back_arrows(imports) -> list[tuple[str, str, int]]:
+    """``(importer, imported, line)`` of every import from a lower layer into a higher one."""
+    return [(a, b, n) for a, b, n, _ in imports if LAYERS.index(layer(b)) > LAYERS.index(layer(a))]
+
+
+def _unexpected_back_arrows(imports) -> list[str]:
+    return [f"{a} ({layer(a)}) imports {b} ({layer(b)}) at line {n}" for a, b, n in _back_arrows(imports)
+            if (a, b) not in KNOWN_BACK_ARROWS]
+
+
 def test_imports_go_down_the_layers():
-    up = [f"{a} ({layer(a)}) imports {b} ({layer(b)}) at line {n}" for a, b, n, _ in IMPORTS
-          if LAYERS.index(layer(b)) > LAYERS.index(layer(a))]
+    up = _unexpected_back_arrows(IMPORTS)
     assert not up, "imports going up the layers: " + "; ".join(up)
+
+
+def test_known_back_arrows_still_occur():
+    """An allowed back arrow that is gone must leave :data:`KNOWN_BACK_ARROWS` (the list only shrinks)."""
+    gone = KNOWN_BACK_ARROWS - {(a, b) for a, b, _ in _back_arrows(IMPORTS)}
+    assert not gone, f"back arrows no longer in the code: remove them from KNOWN_BACK_ARROWS: {sorted(gone)}"
+
+
+def test_the_layer_check_fails_on_a_planted_back_arrow():
+    """Imports planted into the graph the test computes: a lower layer reaching up fails the check, within the
+    libraries and between them; a planted import that goes down does not."""
+    planted = [("fedtrain.engine", "fedtrain.sweep", 1, False),              # engine -> sweeps
+               ("fedtheory.privacy.rdp", "fedtheory.mean_estimation", 1, False),  # privacy -> theory
+               ("fedtrain.store.keys", "fedtrain.fedhdp.trainer", 1, True),   # store -> experiments, not listed
+               ("fedtrain.sweep", "fedtrain.engine", 1, False)]              # down: allowed
+    up = _unexpected_back_arrows(IMPORTS + planted)
+    base = set(_unexpected_back_arrows(IMPORTS))
+    new = [u for u in up if u not in base]
+    assert [u.split(" (")[0] for u in new] == ["fedtrain.engine", "fedtheory.privacy.rdp", "fedtrain.store.keys"], new
+
+
+def test_the_layers_are_finer_than_libraries_and_experiments():
+    """No layer holds more than a quarter of the modules (a single ``core`` layer once held 112 of 131)."""
+    sizes = {name: sum(layer(m) == name for m in MODULES) for name in LAYERS}
+    assert all(sizes[name] > 0 for name in LAYERS), sizes
+    assert max(sizes.values()) <= len(MODULES) // 4, sizes
 
 
 def test_the_paper_layer_imports_nothing():
