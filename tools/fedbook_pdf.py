@@ -10,6 +10,9 @@ Jupyter Book's LaTeX builder, :mod:`tools.build_pdf`):
   would silently miss a figure).
 * **SVG figures as PDF (LaTeX only)**, converted with ``rsvg-convert`` (Debian's librsvg2-bin, installed by
   ``tools/setup_pdf.sh``): LaTeX cannot include SVG and Sphinx would leave the figure out with a warning.
+* **characters the fonts lack (LaTeX only)**: the superscript T and the subscripts k, n, p that the prose and the
+  printed outputs use, and the ballot cross, have no glyph in the FreeFont faces; xelatex would drop them with
+  only a log line, so they are typeset as super/subscripts (and a multiplication sign).
 * **the HTML links the PDF when it exists.**  When ``_build/latex/fedbook.pdf`` is there at the time of an HTML
   build, it is copied next to the pages and every page's header gets a "PDF" download button (the book theme's
   header buttons); without the file, nothing is added.
@@ -153,6 +156,20 @@ class SvgAsPdf(SphinxPostTransform):
             node["uri"], node["candidates"] = uri, {"application/pdf": uri}
 
 
+#: characters without a glyph in the fonts of Sphinx's xelatex set-up (FreeSerif, FreeSans, FreeMono), as LaTeX
+#: text commands (they work in code blocks too: Sphinx's Verbatim keeps \\, { and } as command characters)
+UNICODE_FALLBACKS = {"\u1d40": r"\textsuperscript{T}", "\u2096": r"\textsubscript{k}", "\u2099": r"\textsubscript{n}",
+                     "\u209a": r"\textsubscript{p}", "\u2717": "\u00d7"}
+
+
+def _latex_preamble(app: Any, config: Any) -> None:
+    lines = [r"\usepackage{newunicodechar}"] + [f"\\newunicodechar{{{c}}}{{{tex}}}" for c, tex in
+                                                UNICODE_FALLBACKS.items()]
+    elements = dict(config.latex_elements or {})
+    elements["preamble"] = (elements.get("preamble", "") + "\n" + "\n".join(lines)).lstrip("\n")
+    config.latex_elements = elements
+
+
 def _pdf_path(app: Any) -> Path:
     return Path(app.outdir).parent / "latex" / PDF_NAME
 
@@ -180,6 +197,7 @@ def _copy_pdf(app: Any, exception: Exception | None) -> None:
 
 
 def setup(app: Any) -> dict:
+    app.connect("config-inited", _latex_preamble)
     app.add_post_transform(WidgetFigures)
     app.add_post_transform(SvgAsPdf)
     app.connect("html-page-context", _pdf_link, priority=600)  # after the book theme adds its header buttons
