@@ -400,7 +400,7 @@ def drifted_walk_mean_radius(dim: int, step_std: float, drift: float) -> float:
 def prox_clip_saturation(batch, dim: int, lr: float, noise_multiplier) -> np.ndarray:
     """λ above which MR-MTL's prox term, clipped together with each example's gradient, stops pulling harder:
     ``λ_sat = 2B²/(D·η·z²)`` per silo (``batch`` B: expected batch size, ``dim`` D: parameters, ``lr`` η, noise
-    multiplier z; the clip norm c cancels).
+    multiplier z; the clip norm C cancels).
 
     Model (assumptions: the prox term dominates each clipped vector, the data gradient is small next to it).  A
     clip-together DP-SGD step adds ``clip(g_i + λ(w − w̄))`` over the batch: once ``λ‖w − w̄‖ ≥ c`` every clipped vector

@@ -199,7 +199,9 @@ _MEMO: dict[str, dict] = {}
 # ----------------------------------------------------------------------------------------------------
 # rdp
 # ----------------------------------------------------------------------------------------------------
-def _orders_of(event: DpEvent) -> np.ndarray:
+def orders_of(event: DpEvent) -> np.ndarray:
+    """The grid of Rényi orders the ``rdp`` accountant evaluates ``event`` at: the grid its
+    ``RdpCurveDpEvent`` leaves share, else :data:`DEFAULT_ORDERS`."""
     grids = {e.orders for e, _ in flatten(event) if isinstance(e, RdpCurveDpEvent)}
     if len(grids) > 1:
         raise ValueError("RdpCurveDpEvents composed together must share one grid of orders")
@@ -241,7 +243,7 @@ def _rdp_eps_at(event: DpEvent, delta: float, orders: np.ndarray) -> tuple[float
 
 
 def _rdp_epsilon(event: DpEvent, delta: float) -> float:
-    return _rdp_eps_at(event, delta, _orders_of(event))[0]
+    return _rdp_eps_at(event, delta, orders_of(event))[0]
 
 
 def _rdp_epsilons(events, deltas) -> list[float | None]:
@@ -331,7 +333,7 @@ def _rdp_window(acc: Accountant, event_of_noise, delta: float, half_width: int =
             return 0.0
         if _is_nonprivate(event):
             return math.inf
-        orders = _orders_of(event)
+        orders = orders_of(event)
         n = len(orders)
         curve = np.full(n, np.nan)
 

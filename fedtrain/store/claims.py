@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
-from fedtheory.privacy.accountants import _orders_of, get_accountant, rdp_curve, simplify
+from fedtheory.privacy.accountants import orders_of, get_accountant, rdp_curve, simplify
 from fedtheory.privacy.rdp import rdp_to_epsilon
 from fedtheory.privacy.silos import silo_event
 from fedtrain import ledger as _ledger
@@ -102,7 +102,7 @@ def eps_orders(result_dict: dict, memo: dict | None = None) -> "list[float | Non
         key = (float(z[i]), float(q[i]), int(steps[i]), int(sels[i]), float(se[i]), float(delta[i]))
         if key not in memo:
             event = _event(*key[:5])
-            orders = _orders_of(event)
+            orders = orders_of(event)
             curve = rdp_curve(event, orders)
             memo[key] = float(rdp_to_epsilon(orders, curve, key[5])[1]) if curve.any() else None
         out.append(None if memo[key] is None or math.isnan(memo[key]) else memo[key])
