@@ -90,7 +90,7 @@ class SiloNode:
             raise ValueError(f"budget_rounds must be >= 1 (got {self.budget_rounds})")
         plan_cfg = config.replace(rounds=self.budget_rounds)
         if private_noise:
-            plan_cfg = plan_cfg.replace(seed=secrets.randbits(62))
+            plan_cfg = plan_cfg.replace(seed=secrets.randbits(53))
         self.summary = data.summary()
         self.tr = Trainer([plan_cfg], placeholder_data(data, self.owned))
         self.method = get_method(config.method)(self.tr)

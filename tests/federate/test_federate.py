@@ -186,3 +186,20 @@ def test_cli_errors_are_one_line():
         assert p.returncode == 2, p.stderr
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("fedtrain federate: error: ") and flag in lines[0], p.stderr
+
+
+def test_private_noise_is_not_the_run_seeds():
+    """``private_noise``: a node's noise is seeded from the OS's entropy, so nobody who knows the run's seed can
+    regenerate it: two nodes of the same silos and config train different updates, both within their budgets."""
+    cfg = config("fedavg", rounds=2)
+    data = load_config_data(cfg)
+    owned = silos_of_node(0, 3, data.num_silos)
+    seeded = [SiloNode(cfg, data, owned) for _ in range(2)]
+    private = [SiloNode(cfg, data, owned, private_noise=True) for _ in range(2)]
+    wbar = seeded[0].tr.init_params(per_silo=False)[0].numpy()
+    s0, s1 = (n.train_round(wbar) for n in seeded)
+    p0, p1 = (n.train_round(wbar) for n in private)
+    np.testing.assert_array_equal(s0, s1)  # the run's seed: reproducible, so anyone with the seed has the noise
+    assert not np.array_equal(p0, p1) and not np.array_equal(p0, s0)
+    for n in private:
+        assert np.all(n.eps_spent() <= cfg.eps)
