@@ -119,28 +119,26 @@ def search_epsilons(z, delta, q, steps, candidates: int, score_noise: float, acc
     """Per silo, the ε at ``delta_k`` that ``accountant`` certifies for the whole search at noise ``z_k`` (the check
     of :func:`search_noise_multipliers`, and of the noise the engine actually used)."""
     z, delta, q, steps = _check_search(z, delta, q, steps, candidates, score_noise)
-    acc = get_accountant(accountant)
-    memo: dict = {}
-    out = np.empty(z.size)
-    for i in range(z.size):
-        key = (float(z[i]), float(delta[i]), float(q[i]), int(steps[i]))
-        if key not in memo:
-            memo[key] = float(acc.epsilon(candidate_event(key[0], key[2], key[3], score_noise, candidates), key[1]))
-        out[i] = memo[key]
-    return out
+    return _silo_epsilons(z, delta, q, steps, lambda zz, qq, t: candidate_event(zz, qq, t, score_noise, candidates),
+                          accountant)
 
 
 def run_epsilons(z, delta, q, steps, accountant: str = "rdp") -> np.ndarray:
     """Per silo, the ε at ``delta_k`` of one DP-SGD run alone (``steps_k`` steps at rate ``q_k``, noise ``z_k``): the
     per-run target to give the engine so that it calibrates at least the search's noise (ε falls as z grows)."""
     z, delta, q, steps = _check_search(z, delta, q, steps, 1, 1.0)
+    return _silo_epsilons(z, delta, q, steps, dpsgd_event, accountant)
+
+
+def _silo_epsilons(z, delta, q, steps, event_of, accountant: str) -> np.ndarray:
+    """``accountant``'s ε at ``delta_k`` of ``event_of(z_k, q_k, steps_k)`` per silo, each distinct silo once."""
     acc = get_accountant(accountant)
     memo: dict = {}
     out = np.empty(z.size)
     for i in range(z.size):
         key = (float(z[i]), float(delta[i]), float(q[i]), int(steps[i]))
         if key not in memo:
-            memo[key] = float(acc.epsilon(dpsgd_event(key[0], key[2], key[3]), key[1]))
+            memo[key] = float(acc.epsilon(event_of(key[0], key[2], key[3]), key[1]))
         out[i] = memo[key]
     return out
 
