@@ -24,7 +24,7 @@ venv:
 ## run on both cores (pytest-xdist; nbval by notebook, --dist loadfile).
 NB_CACHE := _build/.jupyter_cache
 test: venv
-	$(PY) -m pytest -q -n 2 tests
+	$(PY) -m pytest -q -n 2 --dist loadgroup tests
 	$(PY) -m pytest -q --doctest-modules fedtheory fedtrain
 	rm -rf $(NB_CACHE)
 	FEDBOOK_NB_CACHE=$(NB_CACHE) $(PY) -m pytest -q -n 2 --dist loadfile -p tools.nbval_cache --nbval-lax --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg book

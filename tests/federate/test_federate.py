@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("flwr")
+pytestmark = pytest.mark.xdist_group("flower")  # one test worker runs the federations, one after another
 
 from fedtrain.config import RunConfig  # noqa: E402
 from fedtrain.engine import run  # noqa: E402
@@ -39,7 +40,8 @@ def config(method="mrmtl", rounds=2, **kw) -> RunConfig:
 
 
 def _leftovers() -> list[str]:
-    """Processes (not zombies, not this one) started by this module's federations or running Flower/Ray."""
+    """Flower and Ray processes (not zombies, not this one) started by this module's federations: they inherit its
+    marker, so another test worker's processes are not counted."""
     out = []
     token = os.environ[MARKER].encode()
     for pid_dir in Path("/proc").iterdir():
@@ -53,7 +55,7 @@ def _leftovers() -> list[str]:
             env = (pid_dir / "environ").read_bytes()
         except OSError:
             continue
-        if token in env or FLOWER.search(cmd):
+        if token in env and FLOWER.search(cmd):  # this module's federations (another worker's carry their own marker)
             out.append(f"{pid_dir.name}: {cmd[:120]}")
     return out
 
