@@ -483,7 +483,12 @@ def _print_table(summary: list[dict], by: Sequence[str], out) -> None:
         print("  ".join(v.ljust(w) for v, w in zip(r, widths)), file=out)
     if summary:
         s = summary[0]
-        src = f"real, {s['data_file']}, sha256 {s['data_sha256'][:12]}…" if s["real_data"] else "synthetic stand-in"
+        if not s["real_data"]:
+            src = "synthetic stand-in"
+        elif s.get("data_sha256"):  # read from a file: the file and its content's hash
+            src = f"real, {s['data_file']}, sha256 {s['data_sha256'][:12]}…"
+        else:  # real data a package ships (no file of ours to hash)
+            src = f"real, {s.get('data_file') or 'from an installed package'}"
         print(f"data: {s['dataset']} ({src}); accountant: {s['accountant']}; adjacency: {ADJACENCY}", file=out)
         print(f"std: sample standard deviation (ddof={s['ddof']}) over the n runs listed under values", file=out)
     div = sum(len(s["diverged"]) for s in summary)

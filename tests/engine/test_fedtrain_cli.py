@@ -219,3 +219,12 @@ def test_model_defaults_per_dataset():
     assert "model" not in paper_defaults("school")
     args = build_parser().parse_args(["run", "--dataset", "school-standin", "--method", "fedavg"])
     assert configs_from_args(args)[0].model == "linear"
+
+
+def test_table_of_real_data_a_package_ships(capsys):
+    """Real data with no file of the project's to hash (scikit-learn's digits): the table says where it came from
+    instead of failing on the missing SHA-256."""
+    pytest.importorskip("sklearn")
+    assert main(["run", "--dataset", "rotated-masked-digits", "--method", "local", "--eps", "4", "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "data: rotated-masked-digits (real, " in out and "sha256 None" not in out
