@@ -14,17 +14,18 @@ A setting is *noise-bound* when noise cost ≥ clipping cost (:func:`noise_bound
 
 The probes (:func:`probe_phases`) run Local on ``rotated-masked-fashion`` with 8 silos (2 per rotation group:
 Local's accuracy is a mean of per-silo accuracies, each silo trained alone, so fewer silos estimate the same mean
-with more spread and cost a fifth of the grid's 40), 250 test images each, T = 40 rounds of one local epoch,
+with more spread and cost a fifth of the grid's 40), 250 test images each, R = 40 rounds of one local epoch,
 B = 100, δ = 1e-7 (the grid's), seed 0.  Phases, most informative first:
 
-A. mask 0, 500 images a silo: η ∈ :data:`LR_PROBES` within the paper's grid (≤ 0.3) × c ∈ :data:`CLIP_PROBES` at
-   the three controls (the no-DP run depends on η only);
-B1. mask 0, the paper's 1,500 images a silo (App. C.1): the first of A's best cells (:func:`best_cells`: the best
-    noise-bound one, else the best);
-C. mask 0.5, 500 images: the first of A's best cells;
-B2. at 1,500 images, the other noise-bound cells of A (the best private accuracy first), then the other best cells;
-C2. mask 0.5: the other best cells of A and the committed grid's (η = 0.1, c = 1);
-D. η beyond the paper's grid (η = 1), to see where it is stable.
+- **A.** mask 0, 500 images a silo: η ∈ :data:`LR_PROBES` within the paper's grid (≤ 0.3) × c ∈
+  :data:`CLIP_PROBES` at the three controls (the no-DP run depends on η only);
+- **B1.** mask 0, the paper's 1,500 images a silo (App. C.1): the first of A's best cells (:func:`best_cells`: the
+  best noise-bound one, else the best);
+- **C.** mask 0.5, 500 images: the first of A's best cells;
+- **B2.** at 1,500 images, the other noise-bound cells of A (the best private accuracy first), then the other best
+  cells;
+- **C2.** mask 0.5: the other best cells of A and the committed grid's (η = 0.1, c = 1);
+- **D.** η beyond the paper's grid (η = 1), to see where it is stable.
 
 Run (background, lowest priority; resumable: one atomic row per run in the store; ``--pack`` writes the committed
 summary ``benchmarks/regime_probes.json``)::
