@@ -10,8 +10,8 @@ accountant the row names (:func:`fedtheory.privacy.accountants.get_accountant`),
   selections of ``ε_sel,k`` each (IFCA), the event :func:`fedtheory.privacy.silos.silo_event`.  Its ε at ``δ_k``
   must not exceed the claimed ``eps_spent[k]`` (relative :data:`CLAIM_RTOL`, the rounding of one ε evaluated at
   other orders) nor the silo's budget ``ε_k`` of the row's configuration (exactly); ``δ_k`` must be the config's (or
-  the dataset's paper δ, else the engine's default for the silo's size, :func:`fedtrain.config.default_delta`).  ``q_k`` is checked against the data: ``q_k = min(1, B/n_k)`` (:func:`fedtrain.ledger.
-  sample_rates`) with ``Σ n_k`` the data's training size, and the ledger's steps must be the row's ``steps``;
+  the dataset's paper δ, else the engine's default for the silo's size, :func:`fedtrain.config.default_delta`).  ``q_k`` is checked against the data: ``q_k = min(1, B/n_k)`` (
+  :func:`fedtrain.ledger.sample_rates`) with ``Σ n_k`` the data's training size, and the ledger's steps must be the row's ``steps``;
 * **client-level rows** (FedHDP, Aldaghri et al. Alg. 2; Andrew et al. 2021): a private group released
   ``rounds_released`` noisy sums at effective noise multiplier ``z`` (the config's ``noise_multiplier``), sampling
   rate ``q`` (the config's ``sample_rate``), at the config's δ: :func:`fedtrain.fedhdp.accounting.group_epsilon`
