@@ -113,10 +113,10 @@ def detection_threshold(points: Sequence[dict], audit_name: str, eps: float) -> 
     return best
 
 
-def load_power(path: str | os.PathLike = POWER_FILE) -> dict[str, Any]:
-    """The committed power file: ``{"provenance": {...}, "points": [...]}``; a missing or corrupt file is a
-    ``FileNotFoundError``/``ValueError`` naming it and the command that writes it."""
-    p = Path(path)
+def load_power(path: str | os.PathLike | None = None) -> dict[str, Any]:
+    """The committed power file (``path``; default :data:`POWER_FILE`): ``{"provenance": {...}, "points": [...]}``; a
+    missing or corrupt file is a ``FileNotFoundError``/``ValueError`` naming it and the command that writes it."""
+    p = Path(POWER_FILE if path is None else path)
     how = "compute it with `nice -n 19 python -m fedtrain.audit_power --out book/data/audit_power.json`"
     if not p.is_file():
         raise FileNotFoundError(f"audit power file {p} not found; {how}")
