@@ -122,20 +122,34 @@ def _log_a_frac(q: float, sigma: float, alphas: np.ndarray) -> np.ndarray:
                   + special.log_ndtr((z0 - i) / sigma))
         log_s1 = (log_coef + j * np.log(q) + i * np.log1p(-q) + (j * j - j) / (2 * sigma ** 2)
                   + special.log_ndtr((j - z0) / sigma))
-        small = np.maximum(log_s0, log_s1) < -30
-        done = small.any(axis=1)
-        stop = np.where(done, np.argmax(small, axis=1), chunk - 1)
-        keep = np.arange(chunk)[None, :] <= stop[:, None]
-        for k, terms in ((0, log_s0), (2, log_s1)):
-            part, psign = _signed_logsumexp(np.where(keep, terms, -np.inf), sign, axis=1)
-            acc[k][active], acc[k + 1][active] = _signed_add(acc[k][active], acc[k + 1][active], part, psign)
-        active = active[~done]
+        active = _add_chunk(acc, active, log_s0, log_s1, sign, chunk)
         start += chunk
         chunk *= 2
+    return _series_sum(acc, active, n)
+
+
+def _add_chunk(acc: list, active: np.ndarray, log_s0: np.ndarray, log_s1: np.ndarray, sign: np.ndarray,
+               chunk: int) -> np.ndarray:
+    """Add one chunk of the two fractional-order series to ``acc`` (log|A0|, sign, log|A1|, sign of the ``active``
+    rows), each row's terms up to and including the first index where both are below e^-30 (Opacus' stopping
+    rule); return the rows still active.  ``log_s0`` and ``log_s1`` are overwritten."""
+    small = np.maximum(log_s0, log_s1) < -30
+    done = small.any(axis=1)
+    stop = np.where(done, np.argmax(small, axis=1), chunk - 1)
+    drop = np.arange(chunk)[None, :] > stop[:, None]
+    for k, terms in ((0, log_s0), (2, log_s1)):
+        terms[drop] = -np.inf
+        part, psign = _signed_logsumexp(terms, sign, axis=1)
+        acc[k][active], acc[k + 1][active] = _signed_add(acc[k][active], acc[k + 1][active], part, psign)
+    return active[~done]
+
+
+def _series_sum(acc: list, active: np.ndarray, rows: int) -> np.ndarray:
+    """log A_α = log(A0 + A1) of every row; ``inf`` for a row whose series never met the stopping rule (excluded:
+    conservative, the minimum over orders then runs over fewer orders)."""
     out = np.logaddexp(np.where(acc[1] > 0, acc[0], -np.inf), np.where(acc[3] > 0, acc[2], -np.inf))
-    converged = np.ones(n, dtype=bool)
+    converged = np.ones(rows, dtype=bool)
     converged[active] = False
-    # a series that never met the stopping rule is excluded (conservative: the min runs over fewer orders)
     return np.where(converged, out, np.inf)
 
 
@@ -306,21 +320,10 @@ def _log_a_frac_many(qs, sigmas, alphas: np.ndarray, mask: np.ndarray | None = N
         tmp /= s
         special.log_ndtr(tmp, out=tmp)
         log_s1 += tmp
-        small = np.maximum(log_s0, log_s1) < -30
-        done = small.any(axis=1)
-        stop = np.where(done, np.argmax(small, axis=1), chunk - 1)
-        drop = np.arange(chunk)[None, :] > stop[:, None]
-        for k, terms in ((0, log_s0), (2, log_s1)):
-            terms[drop] = -np.inf
-            part, psign = _signed_logsumexp(terms, sign, axis=1)
-            acc[k][active], acc[k + 1][active] = _signed_add(acc[k][active], acc[k + 1][active], part, psign)
-        active = active[~done]
+        active = _add_chunk(acc, active, log_s0, log_s1, sign, chunk)
         start += chunk
         chunk *= 2
-    out = np.logaddexp(np.where(acc[1] > 0, acc[0], -np.inf), np.where(acc[3] > 0, acc[2], -np.inf))
-    converged = np.ones(rows, dtype=bool)
-    converged[active] = False
-    out = np.where(converged, out, np.inf)
+    out = _series_sum(acc, active, rows)
     if mask is not None:
         skipped = np.ones(rows, dtype=bool)
         skipped[wanted] = False
