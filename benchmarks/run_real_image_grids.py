@@ -211,9 +211,12 @@ def _number(text: str):
 
 
 def deep_grid_of(grid: str) -> list:
-    from fedtrain.presets import deep_grid
+    from fedtrain.book_results import grid_configs
 
-    return deep_grid(grid)
+    try:
+        return grid_configs(grid, REPO / "results")
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def _shard(text: str | None) -> tuple[int, int] | None:
@@ -258,11 +261,10 @@ def block(config) -> tuple[float, float]:
 
 
 def _deep(grid: str, folder: Path, seeds, status_only: bool, first=(), shard=None, stop_at=None, extend=None) -> int:
-    from fedtrain.presets import deep_grid
     from fedtrain.results import ResultsStore
     from fedtrain.sweep import run_sweep
 
-    configs = extend_grid(deep_grid(grid), **(extend or {}))
+    configs = extend_grid(deep_grid_of(grid), **(extend or {}))
     order = sorted({c.seed for c in configs}) if seeds is None else seeds
     store = ResultsStore(folder)
     done = sum(store.has(c) for c in configs)

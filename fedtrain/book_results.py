@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from fedtrain.engine import RunResult
 
 __all__ = ["figure_grid", "figure_rows", "theory_rows", "store_note", "BookStore", "committed_store",
-           "preset_targets", "compute_preset", "pack_store", "GRID_SCALE", "grid_file", "grid_digest", "pack_grid",
+           "preset_targets", "compute_preset", "pack_store", "GRID_SCALE", "grid_file", "grid_configs", "grid_digest",
+           "pack_grid",
            "grid_rows", "grid_store_note"]
 
 
@@ -302,16 +303,39 @@ GRID_SCALE = "real-image"
 
 
 def grid_file(grid: str) -> str:
-    """The committed file of real-image grid ``grid``: ``<its dataset>.json.gz``."""
+    """The committed file of real-image grid ``grid``: ``<its file or dataset>.json.gz``."""
     if grid not in REAL_IMAGE_GRIDS:
         raise ValueError(f"grid must be one of {', '.join(map(repr, REAL_IMAGE_GRIDS))} (got {grid!r})")
-    return f"{REAL_IMAGE_GRIDS[grid]['dataset']}.json.gz"
+    spec = REAL_IMAGE_GRIDS[grid]
+    return f"{spec.get('file', spec['dataset'])}.json.gz"
 
 
-def grid_digest(grid: str) -> str:
+def grid_configs(grid: str, root: "str | os.PathLike | None" = None) -> list[RunConfig]:
+    """The runs of real-image grid ``grid`` (:func:`fedtrain.presets.deep_grid`).  A tuned grid (``tuned_by`` in
+    :data:`fedtrain.presets.REAL_IMAGE_GRIDS`) takes each configuration's η from its tuning grid's rows in the
+    committed store ``root`` (default ``results/``); it is defined only once all of them are there (``ValueError``
+    otherwise, saying how many are)."""
+    if grid not in REAL_IMAGE_GRIDS:
+        raise ValueError(f"grid must be one of {', '.join(map(repr, REAL_IMAGE_GRIDS))} (got {grid!r})")
+    tune = REAL_IMAGE_GRIDS[grid].get("tuned_by")
+    if tune is None:
+        return deep_grid(grid)
+    store = committed_store(root)
+    try:
+        info = _grid_info(store, tune)
+    except ValueError as exc:
+        raise ValueError(f"grid {grid} takes its η from grid {tune}, which is not committed yet: {exc}") from None
+    if info.get("missing"):
+        raise ValueError(f"grid {grid} takes its η from grid {tune}, of which the committed store {store.root} "
+                         f"holds {info['present']} of {info['grid_runs']} runs: compute and pack the rest first "
+                         f"(python benchmarks/run_real_image_grids.py {tune})")
+    return deep_grid(grid, tuning=grid_rows(store, tune))
+
+
+def grid_digest(grid: str, root: "str | os.PathLike | None" = None) -> str:
     """A digest of real-image grid ``grid``'s definition (its runs' configuration keys): the committed file records
     the digest of the grid it was packed for, and reading it under another definition fails (:func:`grid_rows`)."""
-    keys = sorted(c.key() for c in deep_grid(grid))
+    keys = sorted(c.key() for c in grid_configs(grid, root))
     return hashlib.sha256(json.dumps(keys).encode()).hexdigest()[:16]
 
 
@@ -347,7 +371,7 @@ def pack_grid(grid: str, *, work: str | os.PathLike, out: str | os.PathLike | No
         raise StaleStoreError(f"results manifest {mpath} has format {manifest.get('format')!r} and engine version "
                               f"{manifest.get('engine_version')}, not {FORMAT!r} and {ENGINE_VERSION}; regenerate "
                               f"it with {REGENERATE_COMMAND}")
-    configs = deep_grid(grid)
+    configs = grid_configs(grid, out)
     store = ResultsStore(work)
     if not store.root.is_dir():
         raise ValueError(f"working store {store.root} of grid {grid} does not exist (compute it with "
@@ -376,7 +400,7 @@ def pack_grid(grid: str, *, work: str | os.PathLike, out: str | os.PathLike | No
     command = command or f"python benchmarks/run_real_image_grids.py {grid} --pack {shown_path(out)}"
     spec = REAL_IMAGE_GRIDS[grid]
     figures = [grid]
-    digest = grid_digest(grid)
+    digest = grid_digest(grid, out)
     doc = pack_rows(rows, name=spec["dataset"], dataset=spec["dataset"], scale=GRID_SCALE, figures=figures,
                     grid=grid, grid_digest=digest, grid_runs=len(configs), present=len(rows),
                     missing=[_run_text(c) for c in missing], left_out=left_out, pack_command=command)
@@ -404,9 +428,9 @@ def _grid_info(store: CommittedStore, grid: str) -> dict:
     if not info or info.get("grid") != grid:
         raise ValueError(f"the committed store {store.root} holds no rows of grid {grid} ({fname}); pack them with "
                          f"python benchmarks/run_real_image_grids.py {grid} --pack results")
-    if info.get("grid_digest") != grid_digest(grid):
+    if info.get("grid_digest") != grid_digest(grid, store.root):
         raise StaleStoreError(f"{store.root / fname} was packed for another definition of grid {grid} "
-                              f"({info.get('grid_runs')} runs; this checkout's has {len(deep_grid(grid))}): repack it "
+                              f"({info.get('grid_runs')} runs; this checkout's has {len(grid_configs(grid, store.root))}): repack it "
                               f"with python benchmarks/run_real_image_grids.py {grid} --pack results")
     return {"file": fname, **info}
 
@@ -415,7 +439,7 @@ def grid_rows(store: CommittedStore, grid: str) -> "list[RunResult]":
     """The rows of real-image grid ``grid`` that the committed ``store`` holds, in the grid's order (some of the grid's
     runs may be missing: :func:`pack_grid`; the manifest entry, :meth:`BookStore.grid_info`, counts them)."""
     _grid_info(store, grid)
-    return [store.get(c) for c in deep_grid(grid) if store.has(c)]
+    return [store.get(c) for c in grid_configs(grid, store.root) if store.has(c)]
 
 
 def grid_store_note(store: CommittedStore, grid: str) -> str:

@@ -36,7 +36,7 @@ __all__ = ["PAPER_DEFAULTS", "LAMBDA_GRID", "LR_GRID", "STANDIN_PRESETS", "paper
            "THEORY_SETUP", "THEORY_GRIDS", "RESULTS_PRESETS", "DATASET_FIGURES", "grid_note", "book_grid",
            "theory_grid",
            "DEEP_FIGURES", "deep_grid", "deep_grid_note", "REAL_IMAGE_GRIDS", "FEDHDP_GRIDS",
-           "fedhdp_noise_for_epsilon", "fedhdp_grid"]
+           "fedhdp_noise_for_epsilon", "fedhdp_grid", "method_family", "tuned_settings"]
 
 from fedtrain.config import paper_defaults
 from fedtrain.paper import LAMBDA_GRID, LR_GRID, PAPER_DEFAULTS, STANDIN_PRESETS
@@ -352,7 +352,72 @@ REAL_IMAGE_GRIDS: dict[str, dict[str, Any]] = {
     "fig3d-fashion": dict(dataset="hetero-fashion", model="convnet", rounds=10, lr=0.1, seeds=(0, 1),
                           eps=(1.0, 2.0, 4.0, 8.0, inf), lams=(0.01, 0.1, 1.0), select_frac=0.1, dataset_options={}),
 }
+# The noise-bound regime (``fedtrain.regime``, ``benchmarks/regime_probes.json``): c = 8, where DP noise, not
+# clipping, costs Local most of what DP costs it at 500 images a silo, and η tuned per method.  Each figure comes as
+# two grids:
+#
+# ``*-tune``: every configuration at two η (private runs η ∈ {0.01, 0.03}, the probes' bracket of the chosen 0.03
+# at c = 8; runs without DP η ∈ {0.1, 0.3}, where nothing is clipped), one seed, mask 0 and the middle private ε,
+# scored on a validation split (``validation``: 20 % of each silo's training images held out, the test images not
+# read, :func:`fedtrain.data.split.hold_out_validation`).
+# ``*-tuned``: the figure's grid, each configuration at the η its ``tuned_by`` grid scored best for its method and
+# λ (:func:`tuned_settings`; ties to the smaller η), on the full training images and the test images, with a
+# clip-only control (ε = ``clip_only_eps``: the same clipping, negligible noise) of each method's best private
+# configuration on the validation split, at every mask ratio and seed.  IFCA's 10 private selections of Fig. 6 are
+# spread every 2 rounds (rounds 0, 2, ..., 18: the cluster models train between them; their count, and so their
+# ε, is unchanged).  Fig. 3(d) uses the paper's c = 8 and δ = 1e-4 (App. C.4).
+_NOISE_BOUND = dict(model="convnet", clip=8.0, lrs={"private": (0.01, 0.03), "nonprivate": (0.1, 0.3)})
+REAL_IMAGE_GRIDS.update({
+    "fig6-fashion-tune": dict(_NOISE_BOUND, dataset="rotated-masked-fashion", rounds=40, seeds=(0,), eps=(4.0, inf),
+                              mask_ratios=(0.0,), lams=(0.01, 0.1, 1.0), select_frac=0.25, select_every=2,
+                              eval_every=10, dataset_options={"train_per_silo": 500, "validation": 0.2},
+                              file="rotated-masked-fashion-tune"),
+    "fig6-fashion-tuned": dict(_NOISE_BOUND, dataset="rotated-masked-fashion", rounds=40, seeds=(0, 1),
+                               eps=(4.0, inf), mask_ratios=(0.0, 0.25, 0.5), lams=(0.01, 0.1, 1.0), select_frac=0.25,
+                               select_every=2, eval_every=10, dataset_options={"train_per_silo": 500},
+                               tuned_by="fig6-fashion-tune", clip_only_eps=1e6, file="rotated-masked-fashion-tuned"),
+    "fig3d-fashion-tune": dict(_NOISE_BOUND, dataset="hetero-fashion", rounds=10, seeds=(0,), eps=(4.0, inf),
+                               delta=1e-4, lams=(0.01, 0.1, 1.0), select_frac=0.1,
+                               dataset_options={"validation": 0.2}, file="hetero-fashion-tune"),
+    "fig3d-fashion-tuned": dict(_NOISE_BOUND, dataset="hetero-fashion", rounds=10, seeds=(0, 1),
+                                eps=(1.0, 2.0, 4.0, 8.0, inf), delta=1e-4, lams=(0.01, 0.1, 1.0), select_frac=0.1,
+                                dataset_options={}, tuned_by="fig3d-fashion-tune", clip_only_eps=1e6,
+                                file="hetero-fashion-tuned"),
+})
 DEEP_FIGURES.update({name: {"full": g, "reduced": g} for name, g in REAL_IMAGE_GRIDS.items()})
+
+
+def method_family(config) -> str:
+    """The curve a deep-chapter run belongs to: its method, except that IFCA-warm-started MR-MTL at λ = 0 is
+    IFCA → Local (``"ifca-local"``)."""
+    return "ifca-local" if config.method == "ifca-mrmtl" and config.lam == 0 else config.method
+
+
+def tuned_settings(rows) -> tuple[dict, dict]:
+    """What a tuning grid (``*-tune`` of :data:`REAL_IMAGE_GRIDS`) chose, from its rows (objects with ``config`` and
+    ``test_metric``, here the validation accuracy): ``(lrs, best)`` with ``lrs[(family, λ, private)]`` the η of
+    the best mean validation accuracy over the grid's seeds (ties to the smaller η) and ``best[family]`` the
+    ``(λ, η)`` of the family's best private configuration (ties to the smaller λ), the one its clip-only control
+    repeats.  Raises ``ValueError`` if a row lacks a finite metric."""
+    scores: dict = {}
+    for r in rows:
+        c = r.config
+        m = r.test_metric
+        if m is None or not math.isfinite(m):
+            raise ValueError(f"tuning row {c.method} lam={c.lam} lr={c.lr} eps={c.eps} has no finite metric ({m!r})")
+        scores.setdefault((method_family(c), float(c.lam), math.isfinite(c.eps), float(c.lr)), []).append(float(m))
+    mean = {k: sum(v) / len(v) for k, v in scores.items()}
+    lrs: dict = {}
+    for (fam, lam, private, lr), m in sorted(mean.items()):
+        cur = lrs.get((fam, lam, private))
+        if cur is None or m > mean[(fam, lam, private, cur)]:
+            lrs[(fam, lam, private)] = lr
+    best: dict = {}
+    for (fam, lam, private), lr in sorted(lrs.items()):
+        if private and (fam not in best or mean[(fam, lam, True, lr)] > best[fam][2]):
+            best[fam] = (lam, lr, mean[(fam, lam, True, lr)])
+    return lrs, {fam: (lam, lr) for fam, (lam, lr, _) in best.items()}
+    return lrs, best
 
 
 def deep_grid_note(figure: str, *, full: bool | None = None) -> str:
@@ -363,8 +428,17 @@ def deep_grid_note(figure: str, *, full: bool | None = None) -> str:
     g = DEEP_FIGURES[figure]["full" if full else "reduced"]
     if figure in REAL_IMAGE_GRIDS:
         per = g["dataset_options"].get("train_per_silo")
+        if "lrs" not in g:
+            eta = f"η={g['lr']}"
+        elif "tuned_by" in g:
+            eta = f"clip C={g['clip']:g}, η tuned per method on a validation split"
+        else:
+            eta = (f"clip C={g['clip']:g}, η ∈ {{{', '.join(f'{v:g}' for v in g['lrs']['private'])}}} with DP and "
+                   f"{{{', '.join(f'{v:g}' for v in g['lrs']['nonprivate'])}}} without, scored on "
+                   f"{g['dataset_options']['validation']:.0%} of the training images held out")
         return (f"{g['dataset']} (real Fashion-MNIST){f', {per} training images per silo' if per else ''}: "
-                f"{g['model']} model, T={g['rounds']} rounds, η={g['lr']}, {len(g['seeds'])} seeds")
+                f"{g['model']} model, R={g['rounds']} rounds, {eta}, {len(g['seeds'])} seed"
+                f"{'s' if len(g['seeds']) > 1 else ''}")
     scale = "paper scale" if full else "reduced scale"
     note = f"{scale}: {g['model']} model, T={g['rounds']} rounds, η={g['lr']}, {len(g['seeds'])} seeds"
     if g["dataset"] == "cifar10-hetero-standin":
@@ -375,7 +449,7 @@ def deep_grid_note(figure: str, *, full: bool | None = None) -> str:
     return note
 
 
-def deep_grid(figure: str, *, full: bool | None = None) -> list:
+def deep_grid(figure: str, *, full: bool | None = None, tuning=None) -> list:
     """The configurations behind one figure of the deep chapter (:data:`DEEP_FIGURES`).
 
     ``"fig6"``: Local, FedAvg, IFCA (clusters frozen after the selection rounds, then FedAvg within each
@@ -392,7 +466,7 @@ def deep_grid(figure: str, *, full: bool | None = None) -> list:
     g = DEEP_FIGURES[figure]["full" if full else "reduced"]
     lams = LAMBDA_GRID if g["lams"] == "paper" else tuple(g["lams"])
     reach = g.get("extra_lams", {})  # method -> ((mask ratio, ε, λ values), ...): cells whose λ grid reaches further
-    if figure in ("fig6", "fig6-convnet", "fig6-fashion"):
+    if figure.startswith("fig6"):
         warm = (0.0,) + lams if figure != "fig6-convnet" else lams  # λ = 0: IFCA-warm-started local training
         runs = [("local", (0.0,), {}), ("fedavg", (0.0,), {}), ("ifca", (0.0,), {"select_frac": g["select_frac"]}),
                 ("mrmtl", lams, {}), ("ifca-mrmtl", warm, {"select_frac": g["select_frac"]})]
@@ -402,17 +476,42 @@ def deep_grid(figure: str, *, full: bool | None = None) -> list:
         runs = [("local", (0.0,), {}), ("fedavg", (0.0,), {}), ("finetune", (0.0,), {}), ("mrmtl", lams, prox),
                 ("ifca", (0.0,), {"select_frac": g["select_frac"]})]
         options = [dict(g["dataset_options"])]
+    if "tuned_by" in g and tuning is None:
+        raise ValueError(f"grid {figure!r} takes its η from grid {g['tuned_by']!r}: pass tuning= its rows "
+                         f"(fedtrain.book_results.grid_configs reads them from the committed store)")
+    lrs, best = tuned_settings(tuning) if "tuned_by" in g else (None, None)
     configs = []
     for opts in options:
         for method, lam_values, extra in runs:
+            extra = dict(extra, **({"select_every": g["select_every"]}
+                                   if "select_every" in g and method in ("ifca", "ifca-mrmtl") else {}))
             kw = {**paper_defaults(g["dataset"], method), **extra, "dataset": g["dataset"], "dataset_options": opts,
                   "method": method, "model": g["model"], "rounds": g["rounds"],
-                  **({"eval_every": g["eval_every"]} if "eval_every" in g else {})}
-            configs.extend(expand_grid(kw, eps=list(g["eps"]), lam=list(lam_values), lr=[g["lr"]],
-                                       seed=list(g["seeds"])))
+                  **{k: g[k] for k in ("eval_every", "clip", "delta") if k in g}}
+            if "lrs" in g and lrs is None:  # a tuning grid: every configuration at each η of its privacy's grid
+                for eps in g["eps"]:
+                    etas = g["lrs"]["private" if math.isfinite(eps) else "nonprivate"]
+                    configs.extend(expand_grid(kw, eps=[eps], lam=list(lam_values), lr=list(etas),
+                                               seed=list(g["seeds"])))
+            elif lrs is not None:  # a tuned grid: each configuration at its tuned η
+                for eps in g["eps"]:
+                    for lam in lam_values:
+                        probe = expand_grid(kw, eps=[eps], lam=[lam], lr=[1.0], seed=[0])[0]
+                        lr = lrs[(method_family(probe), float(lam), math.isfinite(eps))]
+                        configs.extend(expand_grid(kw, eps=[eps], lam=[lam], lr=[lr], seed=list(g["seeds"])))
+            else:
+                configs.extend(expand_grid(kw, eps=list(g["eps"]), lam=list(lam_values), lr=[g["lr"]],
+                                           seed=list(g["seeds"])))
             for ratio, eps, more in reach.get(method, ()):
                 if float(opts.get("mask_ratio", 0.0)) == ratio:
                     configs.extend(expand_grid(kw, eps=[eps], lam=list(more), lr=[g["lr"]], seed=list(g["seeds"])))
+        if best is not None and "clip_only_eps" in g:  # the clip-only controls of each family's best, per seed
+            private = [c for c in configs if c.dataset_options == opts and math.isfinite(c.eps)
+                       and c.eps != g["clip_only_eps"]]
+            for fam, (lam, lr) in best.items():
+                for seed in g["seeds"]:
+                    c = next(c for c in private if method_family(c) == fam and c.lam == lam and c.seed == seed)
+                    configs.append(c.replace(eps=float(g["clip_only_eps"]), lr=lr))
     return configs
 
 

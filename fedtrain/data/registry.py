@@ -35,7 +35,9 @@ Image datasets (App. C.1; :mod:`fedtrain.data.rotated_masked`, :mod:`fedtrain.da
 :data:`DATASET_DESCRIPTIONS` says for each name whether it is real or a stand-in and which files it reads
 (``fedtrain datasets`` prints it).
 
-Options are passed through to the loader (e.g. ``seed``, ``test_fraction``, ``tau``).
+Options are passed through to the loader (e.g. ``seed``, ``test_fraction``, ``tau``), except ``validation``:
+a fraction in (0, 1) of every silo's training records held out and scored in place of its test records
+(:func:`fedtrain.data.split.hold_out_validation`), for choosing η or λ without reading the test set.
 
 Split seeds (:data:`SPLIT_SEED_OPTIONS`): the loader option that seeds the per-silo train/test split,
 which repeats (:func:`fedtrain.sweep.repeat_config`) change from repeat to repeat: ``seed`` for the real
@@ -55,6 +57,7 @@ from fedtrain.data.cifar_hetero import cifar10_hetero, cifar10_hetero_standin
 from fedtrain.data.rotated_masked import rotated_masked_digits, rotated_masked_mnist, rotated_masked_standin
 from fedtrain.data.school import load_school
 from fedtrain.data.sensors import load_gleam, load_vehicle
+from fedtrain.data.split import hold_out_validation
 from fedtrain.data.standins import load_standin
 from fedtrain.data.femnist import load_femnist_h5, load_femnist_standin
 from fedtrain.data.noniid_digits import load_noniid_digits, load_noniid_mnist
@@ -198,6 +201,14 @@ def load_dataset(name: str, *, data_dir: str | os.PathLike | None = None, **opti
     """
     if name not in _LOADERS:
         raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(DATASETS)}")
+    validation = options.pop("validation", None)
+    data = _load(name, data_dir, options)
+    if validation is not None:
+        data = hold_out_validation(data, validation)
+    return data
+
+
+def _load(name: str, data_dir, options: dict) -> FederatedData:
     loader = _LOADERS[name]
     if name in REAL_DATASETS or name in FILE_DATASETS:
         try:

@@ -7,13 +7,14 @@ zero training variance is only centred, i.e. its scale is taken as 1).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
 from fedtheory.validation import check_open_interval
 
-__all__ = ["split_silo", "standardize", "split_and_standardize"]
+__all__ = ["split_silo", "standardize", "split_and_standardize", "VALIDATION_SEED", "hold_out_validation"]
 
 
 def split_silo(
@@ -60,3 +61,35 @@ def split_and_standardize(
         tex.append(c)
         te_y.append(d)
     return trx, tr_y, tex, te_y
+
+
+#: The seed of the validation hold-out (:func:`hold_out_validation`): silo ``k`` is split with
+#: ``numpy.random.default_rng([VALIDATION_SEED, k])``, the same for every run, so that every configuration of a
+#: tuning grid is scored on the same held-out records.
+VALIDATION_SEED = 20_261_127
+
+
+def hold_out_validation(data, fraction: float):
+    """The data with each silo's **test** split replaced by a validation split held out of its **training** split.
+
+    Silo ``k`` keeps ``n_k - ceil(fraction * n_k)`` of its training records for training and scores the run on the
+    other ``ceil(fraction * n_k)`` (:func:`split_silo` with ``default_rng([VALIDATION_SEED, k])``); its test records
+    are dropped, so that a learning rate or λ chosen on these scores never reads the test set.  Features already
+    standardized by the loader keep that scaling (computed on the whole training split, the held-out part included).
+    ``fraction`` must lie in (0, 1); ``info["validation"]`` records it.  Returns a new
+    :class:`~fedtrain.data.base.FederatedData` (same identity: the run's configuration, which names the fraction,
+    keys its rows apart).
+    """
+    check_open_interval("validation", fraction, 0.0, 1.0)
+    trx, tr_y, vx, vy = [], [], [], []
+    for k, (x, y) in enumerate(zip(data.train_x, data.train_y)):
+        a, b, c, d = split_silo(x, y, float(fraction), np.random.default_rng([VALIDATION_SEED, k]))
+        trx.append(a)
+        tr_y.append(b)
+        vx.append(c)
+        vy.append(d)
+    info = dict(data.info, validation=float(fraction))
+    out = dataclasses.replace(data, train_x=trx, train_y=tr_y, test_x=vx, test_y=vy, info=info)
+    if "_identity" in data.__dict__:
+        out.__dict__["_identity"] = dict(data.__dict__["_identity"])
+    return out
