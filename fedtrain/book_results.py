@@ -320,10 +320,10 @@ def grid_configs(grid: str, root: "str | os.PathLike | None" = None) -> list[Run
     tune = REAL_IMAGE_GRIDS[grid].get("tuned_by")
     if tune is None:
         return deep_grid(grid)
-    store = committed_store(root)
     try:
+        store = committed_store(root)
         info = _grid_info(store, tune)
-    except ValueError as exc:
+    except (ValueError, OSError, ResultsStoreError) as exc:
         raise ValueError(f"grid {grid} takes its η from grid {tune}, which is not committed yet: {exc}") from None
     if info.get("missing"):
         raise ValueError(f"grid {grid} takes its η from grid {tune}, of which the committed store {store.root} "
