@@ -101,7 +101,7 @@ def _checks(t: dict, eps: float, tol: float) -> list[CheckStatus]:
 def fig3d_status(rows: Iterable["RunResult"], configs: Sequence["RunConfig"], *,
                  tol: float = 0.01) -> dict[float, list[CheckStatus]]:
     """The checks of the module docstring (:data:`CHECKS`) at each privacy level of the grid ``configs`` (e.g.
-    :func:`fedtrain.presets.deep_grid` ``("fig3d-fashion")``), of which only ``rows`` may be computed: ``{ε:
+    :func:`fedtrain.deep_grids.deep_grid` ``("fig3d-fashion")``), of which only ``rows`` may be computed: ``{ε:
     [status of each check]}``, ε ascending (``math.inf``: without privacy).  A level is read on its complete seeds;
     with none, its checks are :data:`~fedtrain.fig6_checks.PENDING`, saying how many of its runs are in.  ``tol``
     (accuracy) is the smallest margin a comparison allows.  Render with :func:`fedtrain.fig6_checks.fig6_status_html`."""

@@ -282,7 +282,7 @@ def complete_blocks(rows: Iterable["RunResult"], configs: Sequence["RunConfig"],
 
 def fig6_status(rows: Iterable["RunResult"], configs: Sequence["RunConfig"], eps: float, *,
                 tol: float = 0.01) -> list[CheckStatus]:
-    """Checks (a)–(d) (:func:`fig6_checks`) on a grid ``configs`` (e.g. :func:`fedtrain.presets.deep_grid`) of which
+    """Checks (a)–(d) (:func:`fig6_checks`) on a grid ``configs`` (e.g. :func:`fedtrain.deep_grids.deep_grid`) of which
     only ``rows`` are computed: each check is evaluated on the complete blocks (:func:`complete_blocks`) when the mask
     ratios it reads have one, and is :data:`PENDING` otherwise, saying how many of its runs are in.  The checks are
     those of the full grid: (a) at its smallest mask ratio, (b) at each larger one, (c) between its smallest and
