@@ -3,7 +3,7 @@
 One parser for every method of the registry (:mod:`fedtrain.methods.registry`), whatever its privacy unit:
 ``fedtrain run --help`` lists every method with its privacy unit and its options.  A method whose unit is a
 record of a silo runs on the cross-silo engine (:class:`~fedtrain.config.RunConfig`); one whose unit is a client
-(FedHDP and its baselines) on the client-level trainer (:class:`~fedtrain.fedhdp.config.FedHDPConfig`,
+(FedHDP and its baselines) on the client-level trainer (:class:`~fedtrain.clientdp.config.FedHDPConfig`,
 :mod:`fedtrain.fedhdp.cli`).  A flag that does not apply to the chosen method is an error naming the flag and the
 methods it applies to (``--ratio`` with ``dp-fedavg``, ``--eps`` with ``fedhdp``, ``--num-clusters`` with
 ``fedavg``, ``--lam`` with ``local``, ``--noise-multiplier`` with ``nonprivate``).
@@ -68,7 +68,7 @@ from fedtrain.config import RunConfig
 from fedtrain.data.files import DatasetCorruptError, DatasetNotFoundError
 from fedtrain.encoding import encode
 from fedtrain.fedhdp import cli as fedhdp_cli
-from fedtrain.fedhdp.config import FedHDPConfig
+from fedtrain.clientdp.config import FedHDPConfig
 from fedtrain.methods.registry import (CLIENT, CLIENT_METHODS, LAMBDA_METHODS, METHOD_REGISTRY, METHODS, RECORD_METHODS,
                                        methods_table, option_params)
 from fedtrain.params import Param, add_flag, params_of

@@ -3,7 +3,7 @@ unit is a client, and ``fedtrain fedhdp-claims``.
 
 ``fedtrain run`` parses every method's flags with one parser (:mod:`fedtrain.cli`; ``fedtrain run --help`` lists
 every method with its privacy unit and its options) and hands the client-level configurations
-(:class:`~fedtrain.fedhdp.config.FedHDPConfig`) to :func:`run_configs`; with ``--results DIR`` each finished run
+(:class:`~fedtrain.clientdp.config.FedHDPConfig`) to :func:`run_configs`; with ``--results DIR`` each finished run
 is stored in that results store (:class:`~fedtrain.results.ResultsStore`, which holds both kinds of runs) and
 served from it on the next call.  Examples::
 
@@ -34,7 +34,7 @@ import numpy as np
 
 from fedtrain.data.registry import FILE_DATASETS, load_dataset
 from fedtrain.encoding import encode
-from fedtrain.fedhdp.config import FedHDPConfig
+from fedtrain.clientdp.config import FedHDPConfig
 from fedtrain.fedhdp.experiments import (SCALES, check_claims, experiment_configs, grid_provenance, grid_rows,
                                          run_experiment, save_results)
 from fedtrain.fedhdp.tables import format_table, table_rows
@@ -53,7 +53,7 @@ def run_configs(configs: Sequence[FedHDPConfig], data_dir: str | None, as_json: 
 
     ``store``: a results store (``--results DIR``); a run it holds for this data is served from it, and each run
     trained is stored there before the next starts."""
-    from fedtrain.fedhdp.trainer import train  # torch: loaded when something trains
+    from fedtrain.clientdp.trainer import train  # torch: loaded when something trains
 
     c0 = configs[0]
     opts = dict(c0.dataset_options)

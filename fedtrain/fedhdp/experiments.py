@@ -50,12 +50,12 @@ from fedtrain.data.files import DatasetNotFoundError
 from fedtrain.data.noniid_fashion import nonprivate_distinct_share
 from fedtrain.data.registry import load_dataset
 from fedtrain.encoding import decode_float
-from fedtrain.fedhdp.accounting import group_epsilon
-from fedtrain.fedhdp.config import FEDHDP_METHODS, FedHDPConfig
+from fedtrain.clientdp.accounting import group_epsilon
+from fedtrain.clientdp.config import FEDHDP_METHODS, FedHDPConfig, method_configs
 from fedtrain.methods.registry import CLIENT, method_spec
 from fedtrain.results import ResultsStore, git_commit, row_key
 
-__all__ = ["PAPER_TABLE2", "SCALES", "method_configs", "experiment_configs", "run_experiment", "grid_rows", "load_results",
+__all__ = ["PAPER_TABLE2", "SCALES", "experiment_configs", "run_experiment", "grid_rows", "load_results",
            "load_provenance", "grid_provenance", "grid_setting", "opted_out_share", "save_results", "ClaimCheck", "check_claims", "format_checks",
            "HOLDS", "TIE", "FAILS", "PAPER_CLAIM", "IMPLEMENTATION_CHECK", "PRIVACY_CHECK", "CLAIM3_SCOPE", "CLAIM5_SCOPE",
            "best_ratio", "paper_comparison"]
@@ -94,13 +94,6 @@ def _scale(scale: str) -> dict:
     return SCALES[scale]
 
 
-def method_configs(method: str, ratios: Sequence[float], **fields) -> list[FedHDPConfig]:
-    """One configuration per ratio for a method taking the weight ratio ``r`` (registry), else one (``r = 1``)."""
-    if method_spec(method).takes_ratio:
-        return [FedHDPConfig(method=method, ratio=r, **fields) for r in ratios]
-    return [FedHDPConfig(method=method, **fields)]
-
-
 def experiment_configs(scale: str, dataset: str = "noniid-digits", *, seeds: Sequence[int] | None = None,
                        ratios: Sequence[float] | None = None,
                        methods: Sequence[str] = FEDHDP_METHODS) -> list[FedHDPConfig]:
@@ -124,7 +117,7 @@ def run_experiment(configs: Iterable[FedHDPConfig], store: "str | Path | Results
     identity) and, when present and checked against its key, read instead of trained, so an interrupted
     experiment resumes.  ``data_dir``: the folder of the file datasets (default: where the loaders look).
     """
-    from fedtrain.fedhdp.trainer import train  # torch: loaded when something trains
+    from fedtrain.clientdp.trainer import train  # torch: loaded when something trains
 
     folder = None if store is None else store if isinstance(store, ResultsStore) else ResultsStore(store)
     if folder is not None:

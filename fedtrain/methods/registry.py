@@ -6,8 +6,8 @@ DP-SGD inside each silo; or a client, for FedHDP and its baselines, which add no
 model updates), whether it has a regularization strength λ, its options dataclass
 (:mod:`fedtrain.methods.options`, validated, turned into CLI flags), the privacy groups a client-level
 method forms, and the code running it (a :class:`~fedtrain.methods.base.Method` of the cross-silo engine,
-or the client-level trainer :func:`fedtrain.fedhdp.trainer.train`).  The configurations
-(:class:`fedtrain.config.RunConfig`, :class:`fedtrain.fedhdp.config.FedHDPConfig`), the engines' checks,
+or the client-level trainer :func:`fedtrain.clientdp.trainer.train`).  The configurations
+(:class:`fedtrain.config.RunConfig`, :class:`fedtrain.clientdp.config.FedHDPConfig`), the engines' checks,
 the CLI, the sweeps, the tables and the figures all read this registry; adding a method means adding one
 entry (and its code).
 
@@ -88,7 +88,7 @@ class MethodSpec:
     @property
     def cls(self) -> Any:
         """The code running the method, imported on first use: a :class:`fedtrain.methods.base.Method`
-        subclass (privacy unit: a record), or :func:`fedtrain.fedhdp.trainer.train` (a client)."""
+        subclass (privacy unit: a record), or :func:`fedtrain.clientdp.trainer.train` (a client)."""
         module, name = self.class_path.split(":")
         return getattr(importlib.import_module(module), name)
 
@@ -151,17 +151,17 @@ for _spec in (
                "IFCA with private cluster selection (Ghosh et al.; App. D, Fig. 3)", _ifca_detail),
     MethodSpec("ifca-mrmtl", "IFCA-MR-MTL", "tab:pink", True, IFCAMRMTLOptions, "fedtrain.methods.ifca:IFCAMRMTL",
                "IFCA-preconditioned MR-MTL, Algorithm A2 (Fig. 6)", _ifca_detail),
-    MethodSpec("nonprivate", "Non-Private+Ditto", "gray", False, ClientDittoOptions, "fedtrain.fedhdp.trainer:train",
+    MethodSpec("nonprivate", "Non-Private+Ditto", "gray", False, ClientDittoOptions, "fedtrain.clientdp.trainer:train",
                "Non-Private+Ditto (Aldaghri et al. Sec. 5): one group, every client, no noise",
                unit=CLIENT, groups=("nonprivate",)),
-    MethodSpec("dp-fedavg", "DP-FedAvg+Ditto", "tab:blue", False, ClientDittoOptions, "fedtrain.fedhdp.trainer:train",
+    MethodSpec("dp-fedavg", "DP-FedAvg+Ditto", "tab:blue", False, ClientDittoOptions, "fedtrain.clientdp.trainer:train",
                "DP-FedAvg+Ditto (Aldaghri et al. Sec. 5): one group, every client private",
                unit=CLIENT, groups=("private",)),
     MethodSpec("hdp-fedavg", "HDP-FedAvg+Ditto", "tab:green", False, ClientDittoOptions,
-               "fedtrain.fedhdp.trainer:train",
+               "fedtrain.clientdp.trainer:train",
                "HDP-FedAvg+Ditto (Aldaghri et al. Sec. 5): opted-out and private groups, noise on the private one, "
                "r = 1", unit=CLIENT, groups=("nonprivate", "private")),
-    MethodSpec("fedhdp", "FedHDP", "tab:red", False, FedHDPOptions, "fedtrain.fedhdp.trainer:train",
+    MethodSpec("fedhdp", "FedHDP", "tab:red", False, FedHDPOptions, "fedtrain.clientdp.trainer:train",
                "FedHDP (Aldaghri et al. Algorithm 2): opted-out and private groups, private weight ratio r",
                unit=CLIENT, groups=("nonprivate", "private")),
 ):
@@ -171,7 +171,7 @@ for _spec in (
 METHODS: tuple[str, ...] = tuple(METHOD_REGISTRY)
 #: The methods whose privacy unit is a record of a silo (the cross-silo engine, :class:`fedtrain.config.RunConfig`).
 RECORD_METHODS: tuple[str, ...] = tuple(m for m, s in METHOD_REGISTRY.items() if s.unit == RECORD)
-#: The methods whose privacy unit is a client (:class:`fedtrain.fedhdp.config.FedHDPConfig`), in table order.
+#: The methods whose privacy unit is a client (:class:`fedtrain.clientdp.config.FedHDPConfig`), in table order.
 CLIENT_METHODS: tuple[str, ...] = tuple(m for m, s in METHOD_REGISTRY.items() if s.unit == CLIENT)
 #: Methods with a regularization strength λ (the others ignore it).
 LAMBDA_METHODS: tuple[str, ...] = tuple(m for m, s in METHOD_REGISTRY.items() if s.uses_lambda)

@@ -28,8 +28,8 @@ a row key are ignored.
 
 The store holds both kinds of runs (:func:`~fedtrain.store.keys.row_kind`, from the stored config's method and its
 privacy unit in the method registry): the cross-silo runs above and the client-level runs (FedHDP and its
-baselines: :class:`~fedtrain.fedhdp.config.FedHDPConfig` → :class:`~fedtrain.fedhdp.trainer.FedHDPResult`), keyed
-alike.  A client-level row is :meth:`FedHDPResult.to_dict <fedtrain.fedhdp.trainer.FedHDPResult.to_dict>` plus its
+baselines: :class:`~fedtrain.clientdp.config.FedHDPConfig` → :class:`~fedtrain.clientdp.trainer.FedHDPResult`), keyed
+alike.  A client-level row is :meth:`FedHDPResult.to_dict <fedtrain.clientdp.trainer.FedHDPResult.to_dict>` plus its
 ``key`` and its ``provenance`` (commit, command, seconds; the result's own when it was read back from a store),
 written in that order with non-finite floats as ``NaN``/``Infinity``; its engine version is in its key and its
 provenance (rows written before rows recorded a provenance are read unchanged).  ``get``, ``has`` and ``put`` take either kind; :meth:`ResultsStore.rows` yields the record-level
@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from fedtheory.atomic_io import STALE_TEMP_SECONDS, remove_stale_temps, write_text_atomic
 from fedtrain.config import ENGINE_VERSION, RunConfig
 from fedtrain.data.base import identity_digest
-from fedtrain.fedhdp.config import FedHDPConfig
+from fedtrain.clientdp.config import FedHDPConfig
 from fedtrain.methods.registry import CLIENT, PRIVACY_UNITS, RECORD
 from fedtrain.store.claims import ClaimChecker, eps_orders
 from fedtrain.store.integrity import check_digest, seal
@@ -57,7 +57,7 @@ from fedtrain.store.provenance import git_commit, provenance
 
 if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.engine import RunResult
-    from fedtrain.fedhdp.trainer import FedHDPResult
+    from fedtrain.clientdp.trainer import FedHDPResult
 
 __all__ = ["ResultsStore", "STALE_TEMP_SECONDS"]
 
@@ -135,7 +135,7 @@ class ResultsStore:
             identity: "dict | None" = None) -> "RunResult | FedHDPResult | None":
         """The stored run (checked against the key it is filed under), or ``None``: a
         :class:`~fedtrain.engine.RunResult` or, for a client-level row, a
-        :class:`~fedtrain.fedhdp.trainer.FedHDPResult` (without the per-client arrays a row does not keep)."""
+        :class:`~fedtrain.clientdp.trainer.FedHDPResult` (without the per-client arrays a row does not keep)."""
         path = self._find(config_or_key, identity)
         if path is None:
             return None
@@ -160,7 +160,7 @@ class ResultsStore:
         self.claims.check(row, str(path))
         try:
             if row_kind(row) == CLIENT:
-                from fedtrain.fedhdp.trainer import FedHDPResult  # torch: loaded when a client-level row is read
+                from fedtrain.clientdp.trainer import FedHDPResult  # torch: loaded when a client-level row is read
 
                 return FedHDPResult.from_dict(row)
             from fedtrain.engine import RunResult

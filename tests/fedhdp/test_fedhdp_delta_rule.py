@@ -9,8 +9,9 @@ import pytest
 
 from fedtrain.cli import main
 from fedtrain.data.registry import load_dataset
-from fedtrain.fedhdp import FedHDPConfig, train
-from fedtrain.fedhdp.accounting import check_group_delta, delta_bound
+from fedtrain.clientdp.config import FedHDPConfig
+from fedtrain.clientdp.trainer import train
+from fedtrain.clientdp.accounting import check_group_delta, delta_bound
 
 OPTS = dict(num_clients=40, samples_per_client=6, test_per_client=4, nonprivate_fraction=0.1)
 

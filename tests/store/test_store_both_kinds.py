@@ -1,6 +1,6 @@
 """One results store for both kinds of runs: a record-level run (:class:`~fedtrain.config.RunConfig` →
-:class:`~fedtrain.engine.RunResult`) and a client-level run (:class:`~fedtrain.fedhdp.config.FedHDPConfig` →
-:class:`~fedtrain.fedhdp.trainer.FedHDPResult`) filed in one folder, served, listed and checked by
+:class:`~fedtrain.engine.RunResult`) and a client-level run (:class:`~fedtrain.clientdp.config.FedHDPConfig` →
+:class:`~fedtrain.clientdp.trainer.FedHDPResult`) filed in one folder, served, listed and checked by
 :class:`~fedtrain.results.ResultsStore`; a client-level row keeps the format of the client-level folders."""
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from fedtrain.cli import main
 from fedtrain.config import ENGINE_VERSION, RunConfig
 from fedtrain.data.base import data_identity
-from fedtrain.fedhdp.config import FedHDPConfig
-from fedtrain.fedhdp.trainer import FedHDPResult, train
+from fedtrain.clientdp.config import FedHDPConfig
+from fedtrain.clientdp.trainer import FedHDPResult, train
 from fedtrain.results import ResultsStore, ResultsStoreError, git_commit, row_key
 from fedtrain.testing import fake_result
 
@@ -87,7 +87,7 @@ def test_fedtrain_run_stores_client_level_runs_and_serves_them(tmp_path, capsys,
     assert main(["run", *CLIENT_FLAGS, "--results", str(folder), "--json"]) == 0
     first = json.loads(capsys.readouterr().out)
     assert len(ResultsStore(folder)) == 2 and len(list(ResultsStore(folder).rows(kind="client"))) == 2
-    monkeypatch.setattr("fedtrain.fedhdp.trainer.train", lambda *a, **k: pytest.fail("a stored run was retrained"))
+    monkeypatch.setattr("fedtrain.clientdp.trainer.train", lambda *a, **k: pytest.fail("a stored run was retrained"))
     assert main(["run", *CLIENT_FLAGS, "--results", str(folder), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == first
     assert main(["run", *CLIENT_FLAGS, "--results", str(folder)]) == 0  # the table and ε per group, from the store

@@ -16,7 +16,7 @@ One round ``t`` (vectorized over the round's clients with ``torch.func.vmap``):
    ``b̄ = (Σ_j (b_j − ½) + N(0, z_b²))/n + ½`` over all contacted clients (``z_b`` only when a private
    group takes part; ``z_b = count_noise_per_client · q · N_contacted``).
 
-Privacy: :mod:`fedtrain.fedhdp.accounting` (client-level adjacency, effective multiplier, per-group
+Privacy: :mod:`fedtrain.clientdp.accounting` (client-level adjacency, effective multiplier, per-group
 ledger).  Evaluation (Sec. 5.1): ``acc_g`` is the global model on the server test set; per client, the
 global model and the personal model on the client's local test data, averaged over the private and the
 non-private clients; a client never sampled is evaluated with the model it would start from (θ^T).
@@ -41,9 +41,9 @@ from fedtrain import ledger as silo_ledger
 from fedtrain.data.base import FederatedData
 from fedtrain.data.registry import load_dataset
 from fedtrain.encoding import decode_floats, encode
-from fedtrain.fedhdp.accounting import (CLIENT_ADJACENCY, UNACCOUNTED, check_group_delta,
-                                        effective_noise_multiplier, group_epsilon, update_noise_multiplier)
-from fedtrain.fedhdp.config import FedHDPConfig
+from fedtrain.clientdp.accounting import (CLIENT_ADJACENCY, UNACCOUNTED, check_group_delta,
+                                          effective_noise_multiplier, group_epsilon, update_noise_multiplier)
+from fedtrain.clientdp.config import FedHDPConfig
 from fedtrain.methods.registry import METHOD_REGISTRY
 from fedtrain.models.client import FCNet, LinearNet, client_loss, client_model, pad_clients  # noqa: F401 (re-exported)
 
@@ -257,7 +257,7 @@ def _decode_nonfinite(value):
 # --------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _Noise:
-    """The run's noise settings (:mod:`fedtrain.fedhdp.accounting`): effective ``z``, update noise ``z_Δ``, count
+    """The run's noise settings (:mod:`fedtrain.clientdp.accounting`): effective ``z``, update noise ``z_Δ``, count
     noise ``z_b`` (``None``: no count released) and the clients a round may contact."""
 
     z_eff: float
@@ -346,7 +346,7 @@ def _check_data(config: FedHDPConfig, data: FederatedData) -> list[PrivacyGroup]
 
 
 def _noise_settings(config: FedHDPConfig, groups: list[PrivacyGroup], n_clients: int) -> _Noise:
-    """Effective, update and count noise (:mod:`fedtrain.fedhdp.accounting`); the planned ε is computed here, so
+    """Effective, update and count noise (:mod:`fedtrain.clientdp.accounting`); the planned ε is computed here, so
     that an accountant's range error (``ValueError``) costs no rounds."""
     q = float(config.sample_rate)
     any_private = any(g.private and g.contacted for g in groups)
