@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -52,7 +53,7 @@ from fedtrain.models.client import FCNet, LinearNet, client_loss, client_model, 
 CLIENT_CHUNK_ENTRIES = 1 << 20
 
 __all__ = ["CLIENT_CHUNK_ENTRIES", "PrivacyGroup", "FedHDPResult", "privacy_groups", "server_aggregate", "clip_updates",
-           "train", "FCNet", "LinearNet", "local_update"]
+           "train", "run_many", "validate", "FCNet", "LinearNet", "local_update"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -529,6 +530,22 @@ def train(config: FedHDPConfig, data: FederatedData | None = None, *, keep_model
         never_sampled=int((~st.started & noise.contacted).sum()), data=data.summary(),
         global_model=st.theta.numpy().copy() if keep_models else None,
         personal_models=st.personal.numpy().copy() if keep_models else None)
+
+
+def validate(config: FedHDPConfig, data: FederatedData) -> None:
+    """Every check :func:`train` makes before its first round, without training: the privacy groups on ``data``,
+    δ < N_g^{-1.1} per private group, the noise settings and the planned ε within the accountant's range.  Raises the
+    ``ValueError`` :func:`train` would; the validator of the client-level methods' registry entries."""
+    if not isinstance(config, FedHDPConfig):
+        raise ValueError(f"config must be a FedHDPConfig (got {type(config).__name__})")
+    _noise_settings(config, _check_data(config, data), data.num_silos)
+
+
+def run_many(configs: Sequence[FedHDPConfig], data: FederatedData) -> list[FedHDPResult]:
+    """:func:`train` every configuration on ``data``, one after another (the client-level methods' runner in the
+    registry, called by :func:`fedtrain.sweep.run_sweep` on a batch); each result is what ``train(config, data)``
+    gives alone (every run draws from its own generator seeded with its config's seed)."""
+    return [train(c, data) for c in configs]
 
 
 def _one_row(book: silo_ledger.SiloLedger, gi: int) -> silo_ledger.SiloLedger:

@@ -29,10 +29,12 @@ a row key are ignored.
 The store holds both kinds of runs (:func:`~fedtrain.store.keys.row_kind`, from the stored config's method and its
 privacy unit in the method registry): the cross-silo runs above and the client-level runs (FedHDP and its
 baselines: :class:`~fedtrain.clientdp.config.FedHDPConfig` → :class:`~fedtrain.clientdp.trainer.FedHDPResult`), keyed
-alike.  A client-level row is :meth:`FedHDPResult.to_dict <fedtrain.clientdp.trainer.FedHDPResult.to_dict>` plus its
-``key`` and its ``provenance`` (commit, command, seconds; the result's own when it was read back from a store),
-written in that order with non-finite floats as ``NaN``/``Infinity``; its engine version is in its key and its
-provenance (rows written before rows recorded a provenance are read unchanged).  ``get``, ``has`` and ``put`` take either kind; :meth:`ResultsStore.rows` yields the record-level
+and written alike, in **one row format**: the result's ``to_dict()`` plus ``key``, ``config_key``,
+``engine_version``, ``created``, ``provenance`` and ``eps_orders`` (``None`` for a client-level row, whose claim is
+checked per privacy group), sealed, sorted keys, non-finite floats as the strings of
+:func:`fedtrain.encoding.encode`.  A client-level row read back from a store and put again keeps its provenance.
+Client-level rows written before they recorded an engine version are read unchanged (their engine version is in
+their key).  ``get``, ``has`` and ``put`` take either kind; :meth:`ResultsStore.rows` yields the record-level
 runs unless asked for the other kind (``kind="client"``).
 """
 from __future__ import annotations
@@ -184,19 +186,15 @@ class ResultsStore:
         if self._commit is None:
             self._commit = git_commit()
         row_provenance = provenance(self.command, seconds=result.wall_time, commit=self._commit)
-        if isinstance(result.config, FedHDPConfig):  # the client-level rows' format (module docstring)
-            row = {**result.to_dict(), "key": key}
-            row.setdefault("provenance", row_provenance)  # a row served from a store keeps where it came from
-            row.pop("digest", None)
-            text = json.dumps(seal(row), allow_nan=True)
-        else:
-            row = result.to_dict()
-            row["key"], row["config_key"] = key, result.config.key()
-            row["engine_version"] = ENGINE_VERSION
-            row["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        row = result.to_dict()  # one row format for both privacy units (module docstring)
+        row.pop("digest", None)
+        row["key"], row["config_key"] = key, result.config.key()
+        row["engine_version"] = ENGINE_VERSION
+        row["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        if row_kind(row) == RECORD or "provenance" not in row:  # a client-level row read back keeps where it came from
             row["provenance"] = row_provenance
-            row["eps_orders"] = eps_orders(row)  # the hint that keeps the claim's check cheap on read
-            text = json.dumps(seal(row), sort_keys=True, allow_nan=False)
+        row["eps_orders"] = eps_orders(row)  # the hint that keeps the claim's check cheap on read (None: client)
+        text = json.dumps(seal(row), sort_keys=True, allow_nan=False)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             if not self._swept:
@@ -230,15 +228,16 @@ class ResultsStore:
         the cross-silo runs, or ``"client"``), optionally filtered on config fields or method options
         (``store.rows(method="mrmtl", dataset="school")``).
 
-        A record-level row records its engine version and rows of another are skipped; a client-level row's
-        engine version is in its key only, and one that does not hash to its key (another engine version, or a
-        file copied over another) raises :class:`ResultsStoreError` naming the file."""
+        A row records its engine version and rows of another are skipped; a client-level row written before rows
+        recorded it has its engine version in its key only, and one that does not hash to its key (another engine
+        version, or a file copied over another) raises :class:`ResultsStoreError` naming the file."""
         if kind not in PRIVACY_UNITS:
             raise ValueError(f"kind must be one of {', '.join(map(repr, PRIVACY_UNITS))} (got {kind!r})")
         for key in self.keys():
             path = self._path(key)
             row = self._read(path)
-            if row_kind(row) != kind or (kind == RECORD and row.get("engine_version") != ENGINE_VERSION):
+            if row_kind(row) != kind or row.get("engine_version", None if kind == RECORD else ENGINE_VERSION) \
+                    != ENGINE_VERSION:
                 continue
             result = self._decode(path, row)
             if all(getattr(result.config, k, None) == v for k, v in where.items()):

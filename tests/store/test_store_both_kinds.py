@@ -60,16 +60,17 @@ def test_one_folder_files_and_serves_both_kinds(tmp_path, client_result):
         list(store.rows(kind="silo"))
 
 
-def test_a_client_level_row_keeps_its_format_and_is_checked(tmp_path, client_result):
+def test_a_client_level_row_has_the_one_row_format_and_is_checked(tmp_path, client_result):
     store = ResultsStore(tmp_path)
     store.put(client_result)
     (path,) = tmp_path.glob("*.json")
-    # the client-level rows' format: the result's to_dict in its order, then the key, the provenance and the digest
+    # one row format for both units: the result's to_dict plus the fields the store adds to every row, keys sorted
     written = json.loads(path.read_text())
-    assert list(written) == [*client_result.to_dict(), "key", "provenance", "digest"]
-    assert path.read_text() == json.dumps({**client_result.to_dict(), "key": path.stem,
-                                           "provenance": written["provenance"], "digest": written["digest"]},
-                                          allow_nan=True)
+    added = ("key", "config_key", "engine_version", "created", "provenance", "eps_orders", "digest")
+    assert sorted(written) == sorted([*client_result.to_dict(), *added])
+    assert path.read_text() == json.dumps({**client_result.to_dict(), **{k: written[k] for k in added}},
+                                          sort_keys=True, allow_nan=False)
+    assert written["config_key"] == client_result.config.key() and written["eps_orders"] is None
     assert set(written["provenance"]) == {"engine_version", "commit", "command", "seconds", "machine"}
     assert written["provenance"]["seconds"] == client_result.wall_time
     row = json.loads(path.read_text())
