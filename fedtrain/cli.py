@@ -3,7 +3,7 @@
 One parser for every method of the registry (:mod:`fedtrain.methods.registry`), whatever its privacy unit:
 ``fedtrain run --help`` lists every method with its privacy unit and its options.  A method whose unit is a
 record of a silo runs on the cross-silo engine (:class:`~fedtrain.config.RunConfig`); one whose unit is a client
-(FedHDP and its baselines) on the client-level trainer (:class:`~fedtrain.fedhdp.config.FedHDPConfig`,
+(FedHDP and its baselines) on the client-level trainer (:class:`~fedtrain.clientdp.config.FedHDPConfig`,
 :mod:`fedtrain.fedhdp.cli`).  A flag that does not apply to the chosen method is an error naming the flag and the
 methods it applies to (``--ratio`` with ``dp-fedavg``, ``--eps`` with ``fedhdp``, ``--num-clusters`` with
 ``fedavg``, ``--lam`` with ``local``, ``--noise-multiplier`` with ``nonprivate``).
@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import math
 import re
@@ -68,7 +69,7 @@ from fedtrain.config import RunConfig
 from fedtrain.data.files import DatasetCorruptError, DatasetNotFoundError
 from fedtrain.encoding import encode
 from fedtrain.fedhdp import cli as fedhdp_cli
-from fedtrain.fedhdp.config import FedHDPConfig
+from fedtrain.clientdp.config import FedHDPConfig
 from fedtrain.methods.registry import (CLIENT, CLIENT_METHODS, LAMBDA_METHODS, METHOD_REGISTRY, METHODS, RECORD_METHODS,
                                        methods_table, option_params)
 from fedtrain.params import Param, add_flag, params_of
@@ -283,8 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--retries", type=_exec_type("retries"), default=2, help="ray: re-runs of a failing batch before it is reported "
                    "(default 2)")
     sub.add_parser("datasets", help="list the dataset names")
-    sw.description = ("Sweep a grid of the methods whose privacy unit is a record of a silo (" + ", ".join(RECORD_METHODS)
-                      + "); the client-level methods' grids: fedtrain fedhdp-claims, fedtrain.fedhdp.experiments.")
+    sw.description = ("Sweep a grid of methods of one privacy unit: a record of a silo (" + ", ".join(RECORD_METHODS)
+                      + ") or a client (" + ", ".join(CLIENT_METHODS) + "); each flag goes to the methods it applies "
+                      "to.")
     for name, (help_text, configure, _) in _COMMANDS.items():
         configure(sub.add_parser(name, help=help_text))
     _preset_flags(sw)
@@ -330,13 +332,17 @@ _PRIVATE_GROUP_ONLY = ("noise_multiplier", "count_noise_per_client", "lam_privat
 
 
 def client_configs_from_args(args: argparse.Namespace) -> list[FedHDPConfig]:
-    """The validated configurations (one per seed) of a ``run`` command line naming a method whose privacy unit is a
-    client.  A flag of the record-level methods only, or an option of another method, is a ``ValueError`` naming
-    the flag and the methods it applies to."""
-    method = args.method[0] if isinstance(args.method, list) else args.method
+    """The validated configurations of a ``run`` or ``sweep`` command line naming methods whose privacy unit is a
+    client: per method, the grid of the flags that apply to it (comma-separated lists in ``sweep``), seeds varying
+    fastest.  A flag that applies to none of the methods given (a flag of the record-level methods only, an option
+    of another method, a private group's flag with no private group) is a ``ValueError`` naming the flag and the
+    methods it applies to; in a grid of several methods each flag goes to the methods it applies to."""
+    as_list = lambda v: v if isinstance(v, list) else [v]  # noqa: E731
+    methods = _distinct("method", as_list(args.method))
     client = params_of(FedHDPConfig)
     options = option_params()
-    fields: dict[str, Any] = {}
+    private = [m for m in CLIENT_METHODS if "private" in METHOD_REGISTRY[m].groups]
+    given: dict[str, list] = {}
     for name in list(params_of(RunConfig)) + list(options) + ["repeats"]:
         if name in _DATA_FIELDS or name in ("method", "seed"):
             continue
@@ -344,23 +350,26 @@ def client_configs_from_args(args: argparse.Namespace) -> list[FedHDPConfig]:
         if value is None:
             continue
         flag = "--" + name.replace("_", "-")
-        groups = METHOD_REGISTRY[method].groups
-        if name in _PRIVATE_GROUP_ONLY and "private" not in groups:
-            raise ValueError(f"{flag} applies to the methods with a private group "
-                             f"({', '.join(m for m in CLIENT_METHODS if 'private' in METHOD_REGISTRY[m].groups)}), "
-                             f"not to {method!r} (no private client, no noise)")
-        if name in client:
-            fields[name] = value
-        elif name in options and method in options[name][2]:
-            fields[name] = value
-        else:
+        named = ", ".join(map(repr, methods))
+        if name in _PRIVATE_GROUP_ONLY and not set(private) & set(methods):
+            raise ValueError(f"{flag} applies to the methods with a private group ({', '.join(private)}), not to "
+                             f"{named} (no private client, no noise)")
+        if name not in client and not (name in options and set(options[name][2]) & set(methods)):
             owners = options[name][2] if name in options else RECORD_METHODS
             unit = "" if name in options else " (privacy unit: a record of a silo)"
-            raise ValueError(f"{flag} applies to {', '.join(owners)}{unit}, not to {method!r} (privacy unit: a client)")
-    seeds = args.seed if isinstance(args.seed, list) else [0 if args.seed is None else args.seed]
-    seeds = _distinct("seed", seeds)
-    return [FedHDPConfig(dataset=args.dataset, dataset_options=dict(args.dataset_option), method=method, seed=s,
-                         **fields) for s in seeds]
+            raise ValueError(f"{flag} applies to {', '.join(owners)}{unit}, not to {named} (privacy unit: a client)")
+        given[name] = _distinct(name, as_list(value))
+    seeds = _distinct("seed", [0] if args.seed is None else as_list(args.seed))
+    configs = []
+    for method in methods:
+        mine = {n: v for n, v in given.items()
+                if (n in client or method in options[n][2])
+                and not (n in _PRIVATE_GROUP_ONLY and "private" not in METHOD_REGISTRY[method].groups)}
+        for combo in itertools.product(*mine.values(), seeds):
+            fields = dict(zip(mine, combo[:-1]))
+            configs.append(FedHDPConfig(dataset=args.dataset, dataset_options=dict(args.dataset_option),
+                                        method=method, seed=combo[-1], **fields))
+    return configs
 
 
 def configs_from_args(args: argparse.Namespace) -> list[RunConfig]:
@@ -373,9 +382,11 @@ def configs_from_args(args: argparse.Namespace) -> list[RunConfig]:
     as_list = lambda v: v if isinstance(v, list) else [v]  # noqa: E731
     methods = _distinct("method", as_list(args.method))
     if _check_one_unit(methods) == CLIENT:
+        if getattr(args, "command", None) == "sweep":
+            return client_configs_from_args(args)  # type: ignore[return-value]
         raise ValueError(f"--method {','.join(methods)}: the privacy unit of these methods is a client; "
-                         f"`fedtrain run` trains one of them ({', '.join(CLIENT_METHODS)}), `fedtrain sweep` and "
-                         "`fedtrain advise` take the methods whose unit is a record of a silo "
+                         f"`fedtrain run` and `fedtrain sweep` train them ({', '.join(CLIENT_METHODS)}), "
+                         "`fedtrain advise` takes the methods whose unit is a record of a silo "
                          f"({', '.join(RECORD_METHODS)})")
     given: dict[str, list] = {}
     for name in list(params_of(RunConfig)) + list(option_params()):
@@ -555,14 +566,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         configs = configs_from_args(args)
         if args.command == "sweep" and args.dry_run:
-            from fedtrain.engine import validate
-
             loaded: dict[str, Any] = {}
             for c in configs:  # validate against the data too (model, δ rule, cluster count), train nothing
                 key = json.dumps([c.dataset, encode(dict(c.dataset_options))], sort_keys=True)
                 if key not in loaded:
                     loaded[key] = load_config_data(c, args.data_dir)
-                validate(c, loaded[key])
+                c.spec.validator(c, loaded[key])  # the privacy unit's validator (registry)
             print(json.dumps({"runs": len(configs)}) if args.json else f"{len(configs)} runs, all valid", file=out)
             return 0
         store = ResultsStore(args.results) if args.results else None
@@ -592,6 +601,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             msg = "fedtrain: interrupted; nothing was saved (pass --results DIR to keep finished runs and resume)"
         print(msg, file=sys.stderr)
         return 130
+    if configs and configs[0].spec.unit == CLIENT:
+        return fedhdp_cli.print_sweep(rows, args.json, out, args.results)
     by = ["method", "eps", "lam", "lr"]
     by += [n for n in list(params_of(RunConfig)) + list(option_params())
            if n not in by and n not in ("seed", *_DATA_FIELDS)

@@ -23,9 +23,8 @@ import math
 from typing import Any
 from fedtheory.privacy.calibration import calibrate
 from fedtheory.validation import check_integer_at_least, check_positive
-from fedtrain.fedhdp.accounting import group_epsilon, group_event
-from fedtrain.fedhdp.config import FedHDPConfig
-from fedtrain.fedhdp.experiments import method_configs
+from fedtrain.clientdp.accounting import group_epsilon, group_event
+from fedtrain.clientdp.config import FedHDPConfig, method_configs
 from fedtrain.methods.registry import method_spec
 from fedtrain.sweep import expand_grid, repeat_configs
 
@@ -268,7 +267,7 @@ def theory_grid(grid: str | None = None) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------------
 #: FedHDP's claims grid on Fashion-MNIST's non-IID split (2,000 clients x 30 images of one class, each image once, 5
 #: % opted out).  Table 6's FC network (784 → 50 ReLU → 10, D = 39,760) and Table 7's optimizer, clipping and Ditto
-#: settings (the :class:`~fedtrain.fedhdp.config.FedHDPConfig` defaults), q = 0.05 (~100 clients a round), but T =
+#: settings (the :class:`~fedtrain.clientdp.config.FedHDPConfig` defaults), q = 0.05 (~100 clients a round), but T =
 #: 200 rounds of E = 5 local epochs instead of 500 of 25 (the CPU budget of the 60 runs: ``benchmarks/README.md``),
 #: so the effective noise multiplier is calibrated to the paper's ε = 3.6 at δ = 1e-4 (RDP accountant, client-level
 #: add/remove adjacency) for the 200 rounds run: z = :func:`fedhdp_noise_for_epsilon` (1.133 against the paper's 1.5
@@ -285,7 +284,7 @@ FEDHDP_GRIDS: dict[str, dict[str, Any]] = {
 def fedhdp_noise_for_epsilon(epsilon: float, *, sample_rate: float, rounds: int, delta: float,
                              accountant: str = "rdp") -> float:
     """The effective noise multiplier z at which ``rounds`` Poisson-sampled Gaussian releases at rate ``sample_rate``
-    cost ``epsilon`` at ``delta`` (:func:`fedtrain.fedhdp.accounting.group_event`, client-level add/remove
+    cost ``epsilon`` at ``delta`` (:func:`fedtrain.clientdp.accounting.group_event`, client-level add/remove
     adjacency, the named accountant): the smallest z on the grid of 3 decimals whose ε is ≤ the target.
 
     Found by the book's one calibration, :func:`fedtheory.privacy.calibration.calibrate` (z certified ≤ target, at
@@ -308,7 +307,7 @@ def fedhdp_noise_for_epsilon(epsilon: float, *, sample_rate: float, rounds: int,
 
 
 def fedhdp_grid(name: str = "claims-fashion", *, datasets=None, seeds=None) -> list:
-    """The :class:`~fedtrain.fedhdp.config.FedHDPConfig` list of :data:`FEDHDP_GRIDS` ``[name]`` (baselines once per
+    """The :class:`~fedtrain.clientdp.config.FedHDPConfig` list of :data:`FEDHDP_GRIDS` ``[name]`` (baselines once per
     seed, FedHDP at every ratio; z calibrated with :func:`fedhdp_noise_for_epsilon`), for
     :func:`fedtrain.fedhdp.experiments.run_experiment`; ``datasets`` / ``seeds`` restrict it."""
     if name not in FEDHDP_GRIDS:

@@ -48,7 +48,7 @@ def school_path() -> Path:
 def store_that_must_not_train(rows: list, folder: Path, monkeypatch: pytest.MonkeyPatch, what: str):
     """A results store holding the client-level ``rows`` (dicts of a saved FedHDP file), with FedHDP's trainer
     replaced by one that fails the test: ``what`` is served from the store or it is an error."""
-    from fedtrain.fedhdp import trainer
+    from fedtrain.clientdp import trainer
     from fedtrain.results import ResultsStore
 
     store = ResultsStore(folder)

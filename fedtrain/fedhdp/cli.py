@@ -3,7 +3,7 @@ unit is a client, and ``fedtrain fedhdp-claims``.
 
 ``fedtrain run`` parses every method's flags with one parser (:mod:`fedtrain.cli`; ``fedtrain run --help`` lists
 every method with its privacy unit and its options) and hands the client-level configurations
-(:class:`~fedtrain.fedhdp.config.FedHDPConfig`) to :func:`run_configs`; with ``--results DIR`` each finished run
+(:class:`~fedtrain.clientdp.config.FedHDPConfig`) to :func:`run_configs`; with ``--results DIR`` each finished run
 is stored in that results store (:class:`~fedtrain.results.ResultsStore`, which holds both kinds of runs) and
 served from it on the next call.  Examples::
 
@@ -32,16 +32,17 @@ from typing import Sequence, TextIO
 
 import numpy as np
 
-from fedtrain.data.registry import FILE_DATASETS, load_dataset
 from fedtrain.encoding import encode
-from fedtrain.fedhdp.config import FedHDPConfig
+from fedtrain.clientdp.config import FedHDPConfig
 from fedtrain.fedhdp.experiments import (SCALES, check_claims, experiment_configs, grid_provenance, grid_rows,
                                          run_experiment, save_results)
 from fedtrain.fedhdp.tables import format_table, table_rows
 from fedtrain.presets import FEDHDP_GRIDS, fedhdp_grid
+from fedtrain.methods.registry import CLIENT
 from fedtrain.results import ResultsStore
+from fedtrain.sweep import run_sweep
 
-__all__ = ["run_configs", "configure_claims_parser", "run_claims"]
+__all__ = ["run_configs", "print_sweep", "configure_claims_parser", "run_claims"]
 
 _PRIVACY_KEYS = ("adjacency", "unaccounted", "accountant", "delta", "sample_rate", "effective_noise_multiplier",
                  "update_noise_multiplier", "count_noise", "groups", "epsilon")
@@ -51,23 +52,10 @@ def run_configs(configs: Sequence[FedHDPConfig], data_dir: str | None, as_json: 
                 store: ResultsStore | None = None) -> int:
     """Train ``configs`` (one setting over seeds, on one dataset) and print the table or the JSON summary.
 
-    ``store``: a results store (``--results DIR``); a run it holds for this data is served from it, and each run
-    trained is stored there before the next starts."""
-    from fedtrain.fedhdp.trainer import train  # torch: loaded when something trains
-
+    ``store``: a results store (``--results DIR``); the runs go through :func:`fedtrain.sweep.run_sweep`, so a run
+    it holds for this data is served from it, and each run trained is stored there before the next starts."""
     c0 = configs[0]
-    opts = dict(c0.dataset_options)
-    if c0.dataset in FILE_DATASETS:
-        opts["data_dir"] = data_dir
-    data = load_dataset(c0.dataset, **opts)
-    results = [None if store is None else store.get(c, data.identity()) for c in configs]
-    if store is not None and None in results:
-        store.check_writable()  # only when something is left to train: a complete store may be read-only
-    for i, c in enumerate(configs):
-        if results[i] is None:
-            results[i] = train(c, data)
-            if store is not None:
-                store.put(results[i])
+    results = run_sweep(configs, store=store, data_dir=data_dir, chunk_size=1, progress=False)
     summary = {"method": c0.method, "unit": c0.spec.unit, "ratio": c0.effective_ratio, "dataset": c0.dataset,
                "real_data": results[0].data.get("real"), "seeds": [c.seed for c in configs],
                "settings": {k: v for k, v in c0.to_dict().items() if k != "seed"},
@@ -88,6 +76,25 @@ def run_configs(configs: Sequence[FedHDPConfig], data_dir: str | None, as_json: 
     print(f"data: {c0.dataset} ({'real' if summary['real_data'] else 'synthetic stand-in'}); epsilon per group "
           f"({summary['privacy']['accountant']}, delta={c0.delta:g}): {eps}; adjacency: {summary['privacy']['adjacency']}",
           file=out)
+    return 0
+
+
+def print_sweep(rows: Sequence, as_json: bool, out: TextIO, results: str | None = None) -> int:
+    """The output of ``fedtrain sweep`` over client-level methods: one row per (method, r) with the mean over seeds
+    of the paper's columns (:func:`fedtrain.fedhdp.tables.table_rows`) and the largest ε of the private group with
+    its accountant, δ and adjacency; as a table, or as one JSON object (``--json``)."""
+    table = table_rows(rows)
+    eps = [r.privacy["groups"]["private"]["epsilon"] for r in rows if "private" in r.privacy["groups"]]
+    privacy = {"adjacency": rows[0].privacy["adjacency"], "accountant": rows[0].privacy["accountant"],
+               "delta": rows[0].privacy["delta"], "epsilon_private_max": max(eps) if eps else None}
+    if as_json:
+        print(json.dumps(encode({"runs": len(rows), "results": results, "unit": CLIENT, "summary": table,
+                                 "privacy": privacy}), allow_nan=False), file=out)
+        return 0
+    print(format_table(table), file=out)
+    print(f"privacy ({privacy['accountant']}, delta={privacy['delta']:g}): largest epsilon of a private group "
+          f"{'-' if privacy['epsilon_private_max'] is None else format(privacy['epsilon_private_max'], '.4g')}; "
+          f"adjacency: {privacy['adjacency']}", file=out)
     return 0
 
 

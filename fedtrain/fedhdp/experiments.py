@@ -50,12 +50,13 @@ from fedtrain.data.files import DatasetNotFoundError
 from fedtrain.data.noniid_fashion import nonprivate_distinct_share
 from fedtrain.data.registry import load_dataset
 from fedtrain.encoding import decode_float
-from fedtrain.fedhdp.accounting import group_epsilon
-from fedtrain.fedhdp.config import FEDHDP_METHODS, FedHDPConfig
+from fedtrain.clientdp.accounting import group_epsilon
+from fedtrain.clientdp.config import FEDHDP_METHODS, FedHDPConfig, method_configs
 from fedtrain.methods.registry import CLIENT, method_spec
 from fedtrain.results import ResultsStore, git_commit, row_key
+from fedtrain.sweep import run_sweep
 
-__all__ = ["PAPER_TABLE2", "SCALES", "method_configs", "experiment_configs", "run_experiment", "grid_rows", "load_results",
+__all__ = ["PAPER_TABLE2", "SCALES", "experiment_configs", "run_experiment", "grid_rows", "load_results",
            "load_provenance", "grid_provenance", "grid_setting", "opted_out_share", "save_results", "ClaimCheck", "check_claims", "format_checks",
            "HOLDS", "TIE", "FAILS", "PAPER_CLAIM", "IMPLEMENTATION_CHECK", "PRIVACY_CHECK", "CLAIM3_SCOPE", "CLAIM5_SCOPE",
            "best_ratio", "paper_comparison"]
@@ -94,13 +95,6 @@ def _scale(scale: str) -> dict:
     return SCALES[scale]
 
 
-def method_configs(method: str, ratios: Sequence[float], **fields) -> list[FedHDPConfig]:
-    """One configuration per ratio for a method taking the weight ratio ``r`` (registry), else one (``r = 1``)."""
-    if method_spec(method).takes_ratio:
-        return [FedHDPConfig(method=method, ratio=r, **fields) for r in ratios]
-    return [FedHDPConfig(method=method, **fields)]
-
-
 def experiment_configs(scale: str, dataset: str = "noniid-digits", *, seeds: Sequence[int] | None = None,
                        ratios: Sequence[float] | None = None,
                        methods: Sequence[str] = FEDHDP_METHODS) -> list[FedHDPConfig]:
@@ -117,39 +111,26 @@ def experiment_configs(scale: str, dataset: str = "noniid-digits", *, seeds: Seq
 
 def run_experiment(configs: Iterable[FedHDPConfig], store: "str | Path | ResultsStore | None" = None, *,
                    progress: bool = False, log=None, data_dir: str | None = None) -> list[dict]:
-    """Run every config (data loaded once per dataset) and return the results' ``to_dict()`` forms.
+    """Run every config through :func:`fedtrain.sweep.run_sweep` and return the results' ``to_dict()`` forms.
 
     ``store``: a results folder (:class:`~fedtrain.results.ResultsStore`, or its path); each finished run is
     written there atomically under its row key (the config's key, which holds the engine version, and the data's
     identity) and, when present and checked against its key, read instead of trained, so an interrupted
-    experiment resumes.  ``data_dir``: the folder of the file datasets (default: where the loaders look).
+    experiment resumes.  The runs are trained one at a time (one per batch), each by the runner its method's
+    registry entry names (:attr:`fedtrain.methods.registry.MethodSpec.runner`); ``log`` (a callable taking a
+    line) hears of each run trained.  ``data_dir``: the folder of the file datasets (default: where the loaders
+    look).
     """
-    from fedtrain.fedhdp.trainer import train  # torch: loaded when something trains
+    def runner(batch, data):
+        results = batch[0].spec.runner(batch, data)
+        for r in results if log is not None else ():
+            m = r.metrics
+            log(f"{r.config.dataset} {r.config.method} r={r.config.effective_ratio:g} seed={r.config.seed}: "
+                f"acc_g={m['acc_g']:.2f} ({r.wall_time:.1f} s)")
+        return results
 
-    folder = None if store is None else store if isinstance(store, ResultsStore) else ResultsStore(store)
-    if folder is not None:
-        folder.root.mkdir(parents=True, exist_ok=True)
-    cache: dict[str, object] = {}
-    rows = []
-    for c in configs:
-        dkey = json.dumps([c.dataset, c.dataset_options], sort_keys=True)
-        if dkey not in cache:
-            opts = dict(c.dataset_options, **({"data_dir": data_dir} if data_dir is not None else {}))
-            cache[dkey] = load_dataset(c.dataset, **opts)
-        stored = None if folder is None else folder.get(c, cache[dkey].identity())
-        if stored is not None:
-            rows.append(stored.to_dict())
-            continue
-        result = train(c, cache[dkey], progress=progress)
-        if folder is not None:
-            folder.put(result)
-        row = result.to_dict()
-        if log is not None:
-            m = row["metrics"]
-            log(f"{c.dataset} {c.method} r={c.effective_ratio:g} seed={c.seed}: acc_g={m['acc_g']:.2f} "
-                f"({row['wall_time']:.1f} s)")
-        rows.append(row)
-    return rows
+    rows = run_sweep(list(configs), store=store, data_dir=data_dir, runner=runner, chunk_size=1, progress=progress)
+    return [r.to_dict() for r in rows]
 
 
 def grid_rows(configs: Sequence[FedHDPConfig], store: "str | Path | ResultsStore", *,

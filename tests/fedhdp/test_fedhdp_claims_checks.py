@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from fedtrain.fedhdp.accounting import group_epsilon  # noqa: E402
+from fedtrain.clientdp.accounting import group_epsilon  # noqa: E402
 from fedtrain.fedhdp.experiments import check_claims, grid_provenance  # noqa: E402
 from fedtrain.fedhdp.figures import personal_accuracy, plot_claims_vs_ratio  # noqa: E402
 
@@ -204,7 +204,7 @@ def test_the_digit_scale_still_runs_from_its_store(tmp_path, monkeypatch, capsys
 
 
 def test_rounds_within_is_the_last_round_inside_the_budget():
-    from fedtrain.fedhdp.accounting import rounds_within
+    from fedtrain.clientdp.accounting import rounds_within
 
     for acc in ("rdp", "pld"):
         t = rounds_within(1.0, 1.5, 0.05, 1e-4, acc)

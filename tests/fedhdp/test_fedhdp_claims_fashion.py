@@ -18,8 +18,8 @@ import pytest
 from fedtrain.config import ENGINE_VERSION
 from fedtrain.data.files import DatasetNotFoundError
 from fedtrain.encoding import decode_float
-from fedtrain.fedhdp.accounting import group_epsilon
-from fedtrain.fedhdp.config import FedHDPConfig
+from fedtrain.clientdp.accounting import group_epsilon
+from fedtrain.clientdp.config import FedHDPConfig
 from fedtrain.fedhdp.experiments import PAPER_TABLE2, check_claims, load_provenance, load_results, paper_comparison
 from fedtrain.presets import FEDHDP_GRIDS, fedhdp_grid
 from fedtrain.results import row_key
@@ -161,7 +161,7 @@ def test_paper_comparison_sets_table_2_beside_the_runs_without_zero_spreads(rows
 def test_a_committed_fashion_row_reproduces(rows, current_identity):
     """One committed row, drawn at random with a fixed seed among the runs that train (r > 0 or a baseline), is
     retrained from its config and gives its stored metrics (rel 1e-5: float32 summation order may differ by CPU)."""
-    from fedtrain.fedhdp.trainer import train
+    from fedtrain.clientdp.trainer import train
 
     pool = [r for r in rows if not (r["config"]["method"] == "fedhdp" and r["config"]["ratio"] == 0.0)]
     row = random.Random(20261124).choice(sorted(pool, key=lambda r: r["key"]))

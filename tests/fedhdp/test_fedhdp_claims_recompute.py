@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from fedtrain.encoding import decode_float
-from fedtrain.fedhdp.config import FedHDPConfig
-from fedtrain.fedhdp.trainer import train
+from fedtrain.clientdp.config import FedHDPConfig
+from fedtrain.clientdp.trainer import train
 
 CLAIMS = Path(__file__).resolve().parents[2] / "book" / "data" / "fedhdp_claims.json"
 

@@ -8,11 +8,12 @@ import pytest
 import torch
 
 from fedtrain.data.registry import load_dataset
-from fedtrain.fedhdp import FedHDPConfig, train
-from fedtrain.fedhdp import trainer as T
+from fedtrain.clientdp.config import FedHDPConfig
+from fedtrain.clientdp.trainer import train
+from fedtrain.clientdp import trainer as T
 from fedtrain.models.client import client_loss, pad_clients
-from fedtrain.fedhdp.accounting import (PAPER_PRIVACY, effective_noise_multiplier, group_epsilon,
-                                        update_noise_multiplier)
+from fedtrain.clientdp.accounting import (PAPER_PRIVACY, effective_noise_multiplier, group_epsilon,
+                                          update_noise_multiplier)
 
 SMALL = dict(num_clients=40, samples_per_client=6, test_per_client=4, nonprivate_fraction=0.1)
 
