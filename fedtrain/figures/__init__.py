@@ -1,13 +1,13 @@
 """The book's experiment figures: the style every plot shares, one module of plots per chapter, and the catalogue.
 
-- :mod:`fedtrain.figures.style`: the column width, :func:`use_book_style`, ε line styles and axes, method colours,
+- :mod:`fedtrain.figures.style`: the column width, :func:`~fedtrain.figures.style.use_book_style`, ε line styles and axes, method colours,
   caption texts;
 - :mod:`fedtrain.figures.empirical`: the empirical chapters' plots (MR-MTL paper, Figs. 2-5);
 - :mod:`fedtrain.figures.theory`: theory meets training (the closed-form E(λ) next to trained MR-MTL);
 - :mod:`fedtrain.figures.deep`: the deep-models chapter (Fig. 6, Fig. A1's example images, Fig. 6's λ profile);
 - :mod:`fedtrain.figures.privacy_audit`: the one-run audit's canary scores;
-- :mod:`fedtrain.figures.catalogue`: every experiment figure of the book by name (:data:`CATALOGUE`), each redrawn by
-  :func:`book_figure` or ``python -m fedtrain.figures NAME`` (``--list`` lists them).
+- :mod:`fedtrain.figures.catalogue`: every experiment figure of the book by name (:data:`~fedtrain.figures.catalogue.CATALOGUE`), each
+  redrawn by :func:`~fedtrain.figures.catalogue.book_figure` or ``python -m fedtrain.figures NAME`` (``--list`` lists them).
 
 Every plot takes :class:`~fedtrain.engine.RunResult` objects (as returned by :func:`fedtrain.sweep.run_sweep`) or
 arrays and returns a matplotlib :class:`~matplotlib.figure.Figure`; what is plotted is computed by

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import numpy as np
 
 from fedtrain.advise import load_check, plot_check
 from fedtrain.audit_power import load_power, plot_power

@@ -27,7 +27,7 @@ __all__ = ["plot_training_curves", "plot_privacy_utility", "plot_privacy_utility
 
 def plot_training_curves(rows: Sequence["RunResult"], *, title: str | None = None, note: str = ""):
     """Fig. 2: test metric against training round, one colour per method and one line style per ε
-    (:func:`eps_style`; non-private dashed), the legend under the axes.
+    (:func:`~fedtrain.figures.style.eps_style`; non-private dashed), the legend under the axes.
 
     Bands are ±1 standard deviation (ddof = 1) over repeats (or seeds).  The title names the data;
     ``note``, if given, is appended to it (the book puts settings and provenance in the caption instead).
@@ -65,7 +65,7 @@ def plot_privacy_utility(rows: Sequence["RunResult"], *, title: str | None = Non
     """Fig. 3 / Fig. 4: test metric (mean ± sd over repeats or seeds) against per-silo ε, every method at its
     best (λ, η).
 
-    ε is on a log axis (:func:`eps_positions`); the non-private point sits right of a dashed separator,
+    ε is on a log axis (:func:`~fedtrain.figures.style.eps_positions`); the non-private point sits right of a dashed separator,
     joined to the curve by a dotted segment.  Error bars are ±1 standard deviation (ddof = 1) over repeats (or
     seeds); methods are offset slightly along x so that their bars do not overlap.  ``zoom_eps`` (one of the ε in
     ``rows``; only when ``ax`` is None) adds a panel that zooms in on that ε, one row per method sorted
@@ -180,7 +180,7 @@ def plot_lambda_sweep(rows: Sequence["RunResult"], eps_values: Sequence[float], 
                       title: str | None = None, note: str = ""):
     """Fig. 5: ``method``'s test metric against λ (log scale) for each ε, with the Local and FedAvg endpoints.
 
-    One colour, line style and marker per ε (:func:`eps_style`); thin dotted/dashed horizontal lines are
+    One colour, line style and marker per ε (:func:`~fedtrain.figures.style.eps_style`); thin dotted/dashed horizontal lines are
     Local and FedAvg at that ε (best η); a star marks the best λ.  Bands are ±1 standard deviation
     (ddof = 1) over repeats (or seeds).  The legend sits under the axes.
     """
