@@ -64,7 +64,7 @@ import argparse
 import sys
 from typing import Callable, Sequence
 
-from fedtrain import advise
+from fedtrain import advise, grids
 from fedtrain.data.files import DatasetCorruptError, DatasetNotFoundError
 from fedtrain.data.registry import DATASET_DESCRIPTIONS, DATASETS, REAL_DATASETS
 from fedtrain.fedhdp import cli as fedhdp_cli
@@ -96,6 +96,8 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Calla
     "fedhdp-claims": ("FedHDP's claims: on the non-IID digits (--scale, trained, resumable) or a real-image grid "
                       "(--grid, served from its store); tables and checks",
                       fedhdp_cli.configure_claims_parser, fedhdp_cli.run_claims),
+    "grid": ("compute (resumable, one run at a time), count (--status) or pack (--pack DIR) a real-image grid or "
+             "FedHDP's claims-fashion grid", grids.configure_parser, grids.run),
 }
 
 

@@ -86,6 +86,7 @@ LAYER_OF = {
     "fedtrain.book_results": "sweeps",
     "fedtrain.analysis": "sweeps",
     "fedtrain.figures": "experiments",
+    "fedtrain.grids": "experiments",
     "fedtrain.fig6_checks": "experiments",
     "fedtrain.fig3d_checks": "experiments",
     "fedtrain.pets": "experiments",
