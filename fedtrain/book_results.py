@@ -328,7 +328,7 @@ def grid_configs(grid: str, root: "str | os.PathLike | None" = None) -> list[Run
     if info.get("missing"):
         raise ValueError(f"grid {grid} takes its η from grid {tune}, of which the committed store {store.root} "
                          f"holds {info['present']} of {info['grid_runs']} runs: compute and pack the rest first "
-                         f"(python benchmarks/run_real_image_grids.py {tune})")
+                         f"(fedtrain grid {tune})")
     return deep_grid(grid, tuning=grid_rows(store, tune))
 
 
@@ -375,7 +375,7 @@ def pack_grid(grid: str, *, work: str | os.PathLike, out: str | os.PathLike | No
     store = ResultsStore(work)
     if not store.root.is_dir():
         raise ValueError(f"working store {store.root} of grid {grid} does not exist (compute it with "
-                         f"python benchmarks/run_real_image_grids.py {grid})")
+                         f"fedtrain grid {grid})")
     by_config = _keys_by_config(store)
     rows, missing = [], []
     for c in configs:
@@ -397,7 +397,7 @@ def pack_grid(grid: str, *, work: str | os.PathLike, out: str | os.PathLike | No
         mask = c.dataset_options.get("mask_ratio")  # a grid without masks (fig3d-fashion) has none
         cell = (f"mask={mask:g} " if mask is not None else "") + f"eps={c.eps:g} seed={c.seed}"
         by_cell[cell] = by_cell.get(cell, 0) + 1
-    command = command or f"python benchmarks/run_real_image_grids.py {grid} --pack {shown_path(out)}"
+    command = command or f"fedtrain grid {grid} --pack {shown_path(out)}"
     spec = REAL_IMAGE_GRIDS[grid]
     figures = [grid]
     digest = grid_digest(grid, out)
@@ -415,7 +415,7 @@ def pack_grid(grid: str, *, work: str | os.PathLike, out: str | os.PathLike | No
              "sha256": hashlib.sha256(raw).hexdigest(), "engine_version": ENGINE_VERSION,
              "seconds_in_runs": round(doc["seconds"], 1), "commits": doc["commits"], "commands": doc["commands"],
              "pack_command": command, "data_identity": identity, "regenerate":
-             f"python benchmarks/run_real_image_grids.py {grid}, then {command}"}
+             f"fedtrain grid {grid}, then {command}"}
     manifest = _read_manifest(mpath)  # again: the latest, written atomically
     manifest["files"][fname] = entry
     write_text_atomic(mpath, json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
@@ -427,11 +427,11 @@ def _grid_info(store: CommittedStore, grid: str) -> dict:
     info = store.manifest.get("files", {}).get(fname)
     if not info or info.get("grid") != grid:
         raise ValueError(f"the committed store {store.root} holds no rows of grid {grid} ({fname}); pack them with "
-                         f"python benchmarks/run_real_image_grids.py {grid} --pack results")
+                         f"fedtrain grid {grid} --pack results")
     if info.get("grid_digest") != grid_digest(grid, store.root):
         raise StaleStoreError(f"{store.root / fname} was packed for another definition of grid {grid} "
                               f"({info.get('grid_runs')} runs; this checkout's has {len(grid_configs(grid, store.root))}): repack it "
-                              f"with python benchmarks/run_real_image_grids.py {grid} --pack results")
+                              f"with fedtrain grid {grid} --pack results")
     return {"file": fname, **info}
 
 

@@ -29,8 +29,9 @@ in :data:`LAYER_OF`; a package's entry covers its submodules):
 11. ``store``: the results stores (:mod:`fedtrain.store`) and their front (:mod:`fedtrain.results`);
 12. ``sweeps``: grids and their executors, the book's grids (:mod:`fedtrain.presets`), the committed results'
     orchestration (:mod:`fedtrain.book_results`), the regime, results analysis;
-13. ``experiments``: figures and their checks, the PETs example, FedHDP's experiments (:mod:`fedtrain.fedhdp`),
-    the federated deployment (:mod:`fedtrain.federate`);
+13. ``experiments``: figures and their checks (the figure catalogue reads the λ advisor's check,
+    :mod:`fedtrain.advise`), the PETs example, FedHDP's experiments (:mod:`fedtrain.fedhdp`), the federated
+    deployment (:mod:`fedtrain.federate`);
 14. ``cli``: the ``fedtrain`` command and its subcommands.
 
 An import from a lower layer into a higher one (a *back arrow*) fails :func:`test_imports_go_down_the_layers`,
@@ -93,6 +94,7 @@ LAYER_OF = {
     "fedtrain.book_results": "sweeps",
     "fedtrain.analysis": "sweeps",
     "fedtrain.figures": "experiments",
+    "fedtrain.grids": "experiments",
     "fedtrain.fig6_checks": "experiments",
     "fedtrain.fig3d_checks": "experiments",
     "fedtrain.pets": "experiments",
@@ -100,7 +102,7 @@ LAYER_OF = {
     "fedtrain.federate": "experiments",
     "fedtrain.cli": "cli",
     "fedtrain.__main__": "cli",
-    "fedtrain.advise": "cli",
+    "fedtrain.advise": "experiments",  # the advisor and its check; its subcommand's parser too (imports no cli)
     "fedtrain.fedhdp.cli": "cli",
     "fedtrain.federate.command": "cli",
 }
