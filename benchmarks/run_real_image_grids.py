@@ -1,7 +1,7 @@
 """Compute (or resume) the real-image grids into a work store, one run at a time, seed 0 first.
 
-Grids: ``fig6-fashion`` and ``fig3d-fashion`` (:data:`fedtrain.presets.REAL_IMAGE_GRIDS`, through
-:func:`fedtrain.presets.deep_grid` and :func:`fedtrain.sweep.run_sweep` into a
+Grids: ``fig6-fashion`` and ``fig3d-fashion`` (:data:`fedtrain.deep_grids.REAL_IMAGE_GRIDS`, through
+:func:`fedtrain.deep_grids.deep_grid` and :func:`fedtrain.sweep.run_sweep` into a
 :class:`fedtrain.results.ResultsStore`), ``claims-fashion`` (:data:`fedtrain.presets.FEDHDP_GRIDS`, through
 :func:`fedtrain.presets.fedhdp_grid` and :func:`fedtrain.fedhdp.experiments.run_experiment`, one JSON file per
 run, filed under its row key in a :class:`fedtrain.results.ResultsStore`: the config's key with the engine version
@@ -108,7 +108,7 @@ def extend_grid(configs, *, lrs=None, clips=None, clip_only_eps=None, select_eve
     one at every clip of ``clips``, a clip-only copy (ε = ``clip_only_eps``) of each private one, IFCA's selections
     every ``select_every`` rounds.  Raises ``ValueError`` naming the argument for an empty, non-finite or
     non-positive grid, a non-finite clip-only ε, or a selection schedule past the last round.  The added runs go
-    to the work store; ``--pack`` packs the grid's own (:func:`fedtrain.presets.deep_grid`) until the grid names
+    to the work store; ``--pack`` packs the grid's own (:func:`fedtrain.deep_grids.deep_grid`) until the grid names
     them."""
     import math
 

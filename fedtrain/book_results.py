@@ -11,7 +11,7 @@ The experiments layer above :mod:`fedtrain.results` (which stores and reads rows
   --preset paper --pack results``): every row of a preset (:data:`fedtrain.presets.RESULTS_PRESETS`) into
   resumable working stores, then the committed store written atomically from them;
 * :func:`pack_grid`, :func:`grid_rows` and :func:`grid_store_note`: a real-image grid
-  (:data:`fedtrain.presets.REAL_IMAGE_GRIDS`, computed in the background into a working store of its own) packed
+  (:data:`fedtrain.deep_grids.REAL_IMAGE_GRIDS`, computed in the background into a working store of its own) packed
   next to the preset's files, complete or not: the file's header and its manifest entry say how many of the grid's
   runs it holds and which are missing, and packing again with more rows replaces it.
 """
@@ -298,7 +298,7 @@ def _read_manifest(path: Path) -> dict | None:
 # the real-image grids (computed in the background, packed as they grow)
 # --------------------------------------------------------------------------------------------------
 #: The ``scale`` a real-image grid's manifest entry records (one scale each:
-#: :data:`fedtrain.presets.REAL_IMAGE_GRIDS`).
+#: :data:`fedtrain.deep_grids.REAL_IMAGE_GRIDS`).
 GRID_SCALE = "real-image"
 
 
@@ -311,8 +311,8 @@ def grid_file(grid: str) -> str:
 
 
 def grid_configs(grid: str, root: "str | os.PathLike | None" = None) -> list[RunConfig]:
-    """The runs of real-image grid ``grid`` (:func:`fedtrain.presets.deep_grid`).  A tuned grid (``tuned_by`` in
-    :data:`fedtrain.presets.REAL_IMAGE_GRIDS`) takes each configuration's η from its tuning grid's rows in the
+    """The runs of real-image grid ``grid`` (:func:`fedtrain.deep_grids.deep_grid`).  A tuned grid (``tuned_by`` in
+    :data:`fedtrain.deep_grids.REAL_IMAGE_GRIDS`) takes each configuration's η from its tuning grid's rows in the
     committed store ``root`` (default ``results/``); it is defined only once all of them are there (``ValueError``
     otherwise, saying how many are)."""
     if grid not in REAL_IMAGE_GRIDS:
@@ -320,10 +320,10 @@ def grid_configs(grid: str, root: "str | os.PathLike | None" = None) -> list[Run
     tune = REAL_IMAGE_GRIDS[grid].get("tuned_by")
     if tune is None:
         return deep_grid(grid)
-    store = committed_store(root)
     try:
+        store = committed_store(root)
         info = _grid_info(store, tune)
-    except ValueError as exc:
+    except (ValueError, OSError, ResultsStoreError) as exc:
         raise ValueError(f"grid {grid} takes its η from grid {tune}, which is not committed yet: {exc}") from None
     if info.get("missing"):
         raise ValueError(f"grid {grid} takes its η from grid {tune}, of which the committed store {store.root} "
@@ -347,7 +347,7 @@ def _run_text(c: RunConfig) -> dict:
 
 def pack_grid(grid: str, *, work: str | os.PathLike, out: str | os.PathLike | None = None,
               command: str | None = None) -> dict:
-    """Pack the rows of real-image grid ``grid`` (:func:`fedtrain.presets.deep_grid`) that the working store ``work``
+    """Pack the rows of real-image grid ``grid`` (:func:`fedtrain.deep_grids.deep_grid`) that the working store ``work``
     holds into the committed store ``out`` (default ``results/``): ``<dataset>.json.gz`` (:func:`grid_file`,
     :func:`~fedtrain.store.committed.pack_rows`) and its entry in ``MANIFEST.json``, both written atomically.
     Trains nothing; packing the same rows again gives the same bytes.

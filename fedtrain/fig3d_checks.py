@@ -132,7 +132,7 @@ def _checks(t: dict, eps: float, tol: float) -> list[ClaimCheck]:
 def fig3d_status(rows: Iterable["RunResult"], configs: Sequence["RunConfig"], *, tol: float = 0.01,
                  clip_only_eps: "float | None" = None) -> dict[float, list[ClaimCheck]]:
     """The checks of the module docstring (:data:`CHECKS`) at each privacy level of the grid ``configs`` (e.g.
-    :func:`fedtrain.presets.deep_grid` ``("fig3d-fashion")``, or a tuned grid's configurations with its clip-only
+    :func:`fedtrain.deep_grids.deep_grid` ``("fig3d-fashion")``, or a tuned grid's configurations with its clip-only
     controls at ``clip_only_eps``, left out), of which only ``rows`` may be computed: ``{ε: [check, ...]}``, ε
     ascending (``math.inf``: without privacy).  A level is read on its complete seeds; with none, its checks are
     :data:`~fedtrain.claim_check.PENDING`, saying how many of its runs are in.  ``tol`` (accuracy) is the smallest

@@ -33,7 +33,7 @@ holds within the margin and fails outside it (:func:`fedtrain.claim_check.alike`
 With two seeds the SE is rough; the details printed with each check give the numbers so that a reader can judge.
 
 Method names and labels come from the method registry (:func:`fedtrain.methods.registry.method_spec`) and the
-curve a run belongs to from :func:`fedtrain.presets.method_family`.
+curve a run belongs to from :func:`fedtrain.deep_grids.method_family`.
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ from fedtrain.claim_check import (FAILS, GRID_CHECK, HOLDS, PAPER_READING, PENDI
                                   verdict)
 from fedtrain.dp_costs import DPCosts
 from fedtrain.methods.registry import method_spec
-from fedtrain.presets import method_family
+from fedtrain.deep_grids import method_family
 
 if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.config import RunConfig
@@ -56,7 +56,7 @@ __all__ = ["FAMILIES", "KINDS", "LAMBDA_ENDS", "family_label", "locate_lambda", 
            "fig6_checks", "fold_lambda_ends", "ClaimCheck", "HOLDS", "TIE", "FAILS", "PENDING", "PAPER_READING", "GRID_CHECK", "verdict",
            "complete_blocks", "fig6_status", "fig6_status_html", "best_lambda_text", "grid_costs"]
 
-#: The curves of Fig. 6, by :func:`fedtrain.presets.method_family`: the registry's methods, IFCA-warm-started MR-MTL
+#: The curves of Fig. 6, by :func:`fedtrain.deep_grids.method_family`: the registry's methods, IFCA-warm-started MR-MTL
 #: (Algorithm A2) split by what runs after the warm start (λ = 0: IFCA → Local).
 FAMILIES = ("local", "fedavg", "ifca", "mrmtl", "ifca-local", "ifca-mrmtl")
 
@@ -295,7 +295,7 @@ def complete_blocks(rows: Iterable["RunResult"], configs: Sequence["RunConfig"],
 
 def fig6_status(rows: Iterable["RunResult"], configs: Sequence["RunConfig"], eps: float, *,
                 tol: float = 0.01) -> list[ClaimCheck]:
-    """Checks (a)–(d) (:func:`fig6_checks`) on a grid ``configs`` (e.g. :func:`fedtrain.presets.deep_grid`) of which
+    """Checks (a)–(d) (:func:`fig6_checks`) on a grid ``configs`` (e.g. :func:`fedtrain.deep_grids.deep_grid`) of which
     only ``rows`` are computed: each check is evaluated on the complete blocks (:func:`complete_blocks`) when the mask
     ratios it reads have one, and is :data:`PENDING` otherwise, saying how many of its runs are in.  The checks are
     those of the full grid: (a) at its smallest mask ratio, (b) at each larger one, (c) between its smallest and
@@ -339,7 +339,7 @@ def fig6_status(rows: Iterable["RunResult"], configs: Sequence["RunConfig"], eps
 
 
 def grid_costs(rows: Iterable["RunResult"], clip_only_eps: float) -> list[DPCosts]:
-    """What DP costs each method of a tuned grid (``*-tuned`` of :data:`fedtrain.presets.REAL_IMAGE_GRIDS`), from its
+    """What DP costs each method of a tuned grid (``*-tuned`` of :data:`fedtrain.deep_grids.REAL_IMAGE_GRIDS`), from its
     clip-only controls (:mod:`fedtrain.dp_costs`): for every control run (ε = ``clip_only_eps``: a method's best
     private configuration on the validation split, same λ, η and clip, negligible noise) the grid's run of the same
     configuration at each private ε and the method's run at the same λ without DP (at its η tuned for no DP), in

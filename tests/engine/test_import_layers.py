@@ -82,6 +82,8 @@ LAYER_OF = {
     "fedtrain.sweep": "sweeps",
     "fedtrain.regime": "sweeps",
     "fedtrain.presets": "sweeps",
+    "fedtrain.deep_grids": "sweeps",
+    "fedtrain.book_scale": "utilities",
     "fedtrain.book_results": "sweeps",
     "fedtrain.analysis": "sweeps",
     "fedtrain.figures": "experiments",

@@ -12,7 +12,7 @@ import pytest
 from fedtrain.claim_check import FAILS, HOLDS, PENDING, TIE
 from fedtrain.fig3d_checks import complete_rows, fig3d_kind, fig3d_status
 from fedtrain.fig6_checks import complete_blocks, fig6_kind, fig6_status, grid_costs
-from fedtrain.presets import REAL_IMAGE_GRIDS, deep_grid, method_family
+from fedtrain.deep_grids import REAL_IMAGE_GRIDS, deep_grid, method_family
 
 
 def _row(c, value):

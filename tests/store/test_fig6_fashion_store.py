@@ -28,7 +28,7 @@ import pytest
 
 from fedtrain.book_results import committed_store, grid_file, grid_rows, grid_store_note, pack_grid, pack_store
 from fedtrain.config import ENGINE_VERSION
-from fedtrain.presets import deep_grid
+from fedtrain.presets import REAL_IMAGE_GRIDS, deep_grid
 from fedtrain.results import (DEFAULT_RESULTS_DIR, MANIFEST, CommittedStore, ResultsStore, ResultsStoreError,
                               StaleStoreError)
 from fedtrain.testing import fake_result
@@ -194,9 +194,11 @@ def test_committed_fig6_fashion_rows_belong_to_the_grid_and_the_counts_are_right
 
 
 @slow
-@pytest.mark.parametrize("grid", [GRID, "fig3d-fashion"])
+@pytest.mark.parametrize("grid", sorted(REAL_IMAGE_GRIDS))
 def test_committed_real_image_row_reproduces(committed, grid):
     """One committed row of the grid, drawn at random, retrained alone gives the stored numbers."""
+    if grid_file(grid) not in committed.manifest["files"]:
+        pytest.skip(f"results/ holds no {grid} rows yet")
     from fedtrain.engine import run
     from fedtrain.results import row_key
     from fedtrain.store.provenance import machine

@@ -31,7 +31,7 @@ def test_fig6_fashion_grid_has_every_method_mask_privacy_level_and_seed():
     assert {c.lam for c in cs if c.method == "ifca-mrmtl"} == {0.0, *g["lams"], 3.0, 10.0}
     assert {c.lam for c in cs if c.method == "ifca-mrmtl" and c.lam > max(g["lams"])} == {3.0, 10.0}
     assert {(c.dataset_options["mask_ratio"], c.eps) for c in cs if c.lam > max(g["lams"])} == {(0.0, 4.0)}
-    assert "real Fashion-MNIST" in deep_grid_note("fig6-fashion") and "T=40" in deep_grid_note("fig6-fashion")
+    assert "real Fashion-MNIST" in deep_grid_note("fig6-fashion") and "R=40" in deep_grid_note("fig6-fashion")
 
 
 def test_fig3d_fashion_grid():
