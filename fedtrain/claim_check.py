@@ -34,7 +34,7 @@ from typing import Iterable
 
 __all__ = ["HOLDS", "TIE", "FAILS", "PENDING", "VERDICTS", "PAPER_READING", "PAPER_CLAIM", "GRID_CHECK",
            "IMPLEMENTATION_CHECK", "PRIVACY_CHECK", "KINDS", "PAPER_KINDS", "ClaimCheck", "verdict", "alike",
-           "margin", "tally"]
+           "margin", "tally", "tally_text"]
 
 HOLDS, TIE, FAILS, PENDING = "holds", "tie", "fails", "pending"
 #: Every verdict, in the order a tally lists them.
@@ -114,3 +114,13 @@ def tally(checks: Iterable[ClaimCheck], kinds: "Iterable[str]" = PAPER_KINDS) ->
         raise ValueError(f"kinds must be among {', '.join(map(repr, KINDS))} (got {bad})")
     checks = [c for c in checks if c.kind in kinds]
     return {v: sum(c.verdict == v for c in checks) for v in VERDICTS}
+
+
+def tally_text(counts: "dict[str, int]") -> str:
+    """A :func:`tally` in words, the verdicts with a count only: ``"3 hold, 7 are ties and 2 fail"``."""
+    words = {HOLDS: ("holds", "hold"), TIE: ("is a tie", "are ties"), FAILS: ("fails", "fail"),
+             PENDING: ("waits for runs", "wait for runs")}
+    parts = [f"{n} {words[v][0] if n == 1 else words[v][1]}" for v, n in counts.items() if n]
+    if not parts:
+        return "none"
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]

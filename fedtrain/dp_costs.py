@@ -103,7 +103,7 @@ def probe_costs(*, lr: float, clip: float, train_per_silo: int = 500, doc: "dict
                          f"{train_per_silo!r}; they hold (lr, clip, train_per_silo) in {have}")
     source = (f"regime probes: Local, {fixed['num_silos']} silos, seed {fixed['seed']}, η = {lr:g}, C = {clip:g}, "
               f"{train_per_silo} images a silo, clip only at ε = {fixed['clip_only_eps']:g}")
-    return [DPCosts("Local", f"mask {r['mask_ratio']:g}", float(fixed["private_eps"]), r["acc_nodp"],
+    return [DPCosts(f"Local (η = {lr:g}, C = {clip:g})", f"mask {r['mask_ratio']:g}", float(fixed["private_eps"]), r["acc_nodp"],
                     r["acc_clip_only"], r["acc_private"], 1, source) for r in rows]
 
 

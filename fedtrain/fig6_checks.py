@@ -46,7 +46,8 @@ from fedtrain.claim_check import (FAILS, GRID_CHECK, HOLDS, PAPER_READING, PENDI
                                   verdict)
 from fedtrain.dp_costs import DPCosts
 from fedtrain.methods.registry import method_spec
-from fedtrain.deep_grids import method_family
+from fedtrain.book_results import grid_configs, grid_file
+from fedtrain.deep_grids import REAL_IMAGE_GRIDS, deep_grid, method_family, tuned_settings
 
 if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.config import RunConfig
@@ -54,7 +55,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["FAMILIES", "KINDS", "LAMBDA_ENDS", "family_label", "locate_lambda", "fig6_kind", "fig6_table",
            "fig6_checks", "fold_lambda_ends", "ClaimCheck", "HOLDS", "TIE", "FAILS", "PENDING", "PAPER_READING", "GRID_CHECK", "verdict",
-           "complete_blocks", "fig6_status", "fig6_status_html", "best_lambda_text", "grid_costs"]
+           "complete_blocks", "fig6_status", "fig6_status_html", "best_lambda_text", "grid_costs", "CHAPTER_GRIDS",
+           "committed_grid", "shown_grid", "tuning_scores", "tuning_table"]
 
 #: The curves of Fig. 6, by :func:`fedtrain.deep_grids.method_family`: the registry's methods, IFCA-warm-started MR-MTL
 #: (Algorithm A2) split by what runs after the warm start (λ = 0: IFCA → Local).
@@ -377,6 +379,88 @@ def grid_costs(rows: Iterable["RunResult"], clip_only_eps: float) -> list[DPCost
                            e, *(sum(x[i] for x in v) / len(v) for i in range(3)), len(v),
                            f"the grid's clip-only controls at ε = {clip_only_eps:g}"))
     return out
+
+
+# --------------------------------------------------------------------------------------------------
+# which committed grid a figure of the deep chapter shows
+# --------------------------------------------------------------------------------------------------
+#: Per figure of the deep chapter: the noise-bound tuned grid it shows where its rows are committed, and the
+#: clipping-bound grid it shows otherwise, as the regime contrast (:data:`fedtrain.deep_grids.REAL_IMAGE_GRIDS`).
+CHAPTER_GRIDS = {"fig6": ("fig6-fashion-tuned", "fig6-fashion"), "fig3d": ("fig3d-fashion-tuned", "fig3d-fashion")}
+
+
+def committed_grid(store: Any, grid: str) -> "tuple[list[RunResult], list[RunConfig]] | None":
+    """``(rows, configs)`` of real-image grid ``grid`` in the committed ``store`` (a
+    :class:`fedtrain.book_results.BookStore`), or ``None`` where its file is not committed yet, or, for a tuned
+    grid, where its tuning grid is not committed whole (the tuned grid is defined by it).  A committed file that is
+    stale or corrupt still raises (:meth:`~fedtrain.book_results.BookStore.grid_rows`)."""
+    files = store.manifest.get("files", {})
+    info = files.get(grid_file(grid))
+    if not info or info.get("grid") != grid:
+        return None
+    tune = REAL_IMAGE_GRIDS[grid].get("tuned_by")
+    if tune is not None:
+        t = files.get(grid_file(tune))
+        if not t or t.get("grid") != tune or t.get("missing"):
+            return None
+    return store.grid_rows(grid), grid_configs(grid, store.root)
+
+
+def shown_grid(store: Any, figure: str) -> dict:
+    """Which committed grid figure ``figure`` (``"fig6"`` or ``"fig3d"``, :data:`CHAPTER_GRIDS`) shows: the
+    noise-bound tuned grid where its committed rows hold a complete block (a whole seed of a mask ratio and privacy
+    level: :func:`complete_blocks`), else the clipping-bound grid.  Returns ``{"grid", "regime"
+    ("noise-bound"/"clipping-bound"), "rows", "configs", "clip_only_eps" (``None`` without controls), "tuned"
+    (the tuned grid's name), "tuned_rows" (its committed rows, possibly empty), "tuned_committed" (bool)}``."""
+    if figure not in CHAPTER_GRIDS:
+        raise ValueError(f"figure must be one of {', '.join(map(repr, CHAPTER_GRIDS))} (got {figure!r})")
+    tuned, contrast = CHAPTER_GRIDS[figure]
+    got = committed_grid(store, tuned)
+    spec = REAL_IMAGE_GRIDS[tuned]
+    out = {"tuned": tuned, "tuned_rows": got[0] if got else [], "tuned_committed": got is not None}
+    if got is not None and any(complete_blocks(got[0], got[1], e)[0] for e in spec["eps"]):
+        return {**out, "grid": tuned, "regime": "noise-bound", "rows": got[0], "configs": got[1],
+                "clip_only_eps": float(spec["clip_only_eps"])}
+    rows, configs = committed_grid(store, contrast) or ([], deep_grid(contrast))
+    return {**out, "grid": contrast, "regime": "clipping-bound", "rows": rows, "configs": configs,
+            "clip_only_eps": None}
+
+
+def tuning_scores(rows: Iterable["RunResult"]) -> list[dict]:
+    """A tuning grid's choices (``*-tune``, :func:`fedtrain.deep_grids.tuned_settings`) with the validation accuracy
+    behind them: one dict per method, λ and privacy (``label``, ``lam``, ``private``, ``scores`` ``{η: mean
+    validation accuracy over the seeds}``, ``chosen`` η, ``best``: whether it is the method's best private
+    configuration, the one its clip-only control repeats), in the order of :data:`FAMILIES`."""
+    rows = list(rows)
+    lrs, best = tuned_settings(rows)
+    by: dict = {}
+    for r in rows:
+        c = r.config
+        by.setdefault((method_family(c), float(c.lam), math.isfinite(c.eps)), {}).setdefault(
+            float(c.lr), []).append(float(r.test_metric))
+    order = {f: i for i, f in enumerate(FAMILIES)}
+    out = []
+    for (fam, lam, private), per in sorted(by.items(), key=lambda kv: (order.get(kv[0][0], len(order)), *kv[0])):
+        out.append({"label": family_label(fam), "lam": lam, "private": private,
+                    "scores": {lr: sum(v) / len(v) for lr, v in sorted(per.items())},
+                    "chosen": lrs[(fam, lam, private)], "best": private and best.get(fam, (None,))[0] == lam})
+    return out
+
+
+def tuning_table(rows: Iterable["RunResult"]) -> str:
+    """:func:`tuning_scores` as a Markdown table: method, λ, with or without DP, validation accuracy at each η (the
+    chosen one in bold), and a mark on each method's best private configuration."""
+    scores = tuning_scores(rows)
+    if not scores:
+        raise ValueError("rows must hold a tuning grid's runs")
+    lines = ["| method | λ | DP | validation accuracy at each η (chosen in bold) | best private of its method |",
+             "|---|---|---|---|---|"]
+    for s in scores:
+        cells = ", ".join((f"**η = {lr:g}: {v:.3f}**" if lr == s["chosen"] else f"η = {lr:g}: {v:.3f}")
+                          for lr, v in s["scores"].items())
+        lines.append(f"| {s['label']} | {s['lam']:g} | {'yes' if s['private'] else 'no'} | {cells} | "
+                     f"{'yes' if s['best'] else ''} |")
+    return "\n".join(lines)
 
 
 _HEADINGS = {"paper reading": "the paper's readings", "paper claim": "the paper's claims",

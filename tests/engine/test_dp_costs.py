@@ -21,7 +21,7 @@ def test_the_committed_grids_setting_is_clipping_bound_and_the_chosen_one_noise_
     d = grid[1]
     assert math.isclose(d.clip_cost, row["acc_nodp"] - row["acc_clip_only"])
     assert math.isclose(d.noise_cost, row["acc_clip_only"] - row["acc_private"])
-    assert d.eps == doc["fixed"]["private_eps"] and d.seeds == 1 and "8 silos" in d.source
+    assert d.eps == doc["fixed"]["private_eps"] and d.seeds == 1 and "8 silos" in d.source and d.label == "Local (η = 0.1, C = 1)"
 
 
 def test_limit_follows_the_larger_cost_and_the_table_shows_it():
@@ -45,3 +45,11 @@ def test_bad_input_names_the_file_and_the_setting(tmp_path):
         probe_costs(lr=0.5, clip=1.0)
     with pytest.raises(ValueError, match="at least one"):
         costs_table([])
+
+
+def test_tally_text_names_each_verdict_with_a_count():
+    from fedtrain.claim_check import tally_text
+
+    assert tally_text({"holds": 3, "tie": 7, "fails": 2, "pending": 0}) == "3 hold, 7 are ties and 2 fail"
+    assert tally_text({"holds": 1, "tie": 1, "fails": 0, "pending": 0}) == "1 holds and 1 is a tie"
+    assert tally_text({"holds": 0, "tie": 0, "fails": 0, "pending": 0}) == "none"

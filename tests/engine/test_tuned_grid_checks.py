@@ -118,3 +118,37 @@ def test_without_clip_only_eps_the_controls_would_be_read_as_a_privacy_level():
     assert CLIP_ONLY in fig3d_status(rows, FIG3D)  # the reason clip_only_eps exists
     assert method_family(FIG6[0]) in ("local", "fedavg", "ifca", "mrmtl", "ifca-local", "ifca-mrmtl")
     assert fig6_kind(FIG6[0]) == "Local"
+
+
+def test_tuning_scores_say_what_each_eta_scored_and_which_was_chosen():
+    from fedtrain.fig6_checks import tuning_scores, tuning_table
+
+    tune = deep_grid("fig6-fashion-tune")
+    rows = [_row(c, 0.5 + (0.01 if c.lr in (0.01, 0.3) else 0.0) + (0.02 if c.lam == 0.1 else 0.0)) for c in tune]
+    scores = tuning_scores(rows)
+    assert len(scores) == 10 * 2  # 10 configurations (6 families, λ > 0 per λ) with and without DP
+    mr = next(s for s in scores if s["label"] == "MR-MTL" and s["lam"] == 0.1 and s["private"])
+    assert mr["scores"] == {0.01: pytest.approx(0.53), 0.03: pytest.approx(0.52)} and mr["chosen"] == 0.01 and mr["best"]
+    assert not next(s for s in scores if s["label"] == "MR-MTL" and s["lam"] == 1.0 and s["private"])["best"]
+    assert {s["chosen"] for s in scores if not s["private"]} == {0.3}
+    table = tuning_table(rows)
+    assert "**η = 0.01: 0.530**" in table and table.count("\n") == 1 + len(scores)
+    with pytest.raises(ValueError, match="tuning grid"):
+        tuning_table([])
+
+
+def test_a_figure_shows_the_clipping_bound_grid_until_its_tuned_grid_is_committed():
+    from fedtrain.fig6_checks import committed_grid, shown_grid
+
+    empty = SimpleNamespace(manifest={"files": {}}, root=None)
+    g = shown_grid(empty, "fig6")
+    assert g["grid"] == "fig6-fashion" and g["regime"] == "clipping-bound" and g["rows"] == []
+    assert len(g["configs"]) == len(deep_grid("fig6-fashion")) and g["clip_only_eps"] is None
+    assert committed_grid(empty, "fig3d-fashion-tuned") is None and not g["tuned_committed"]
+    # a tuned grid's file without its whole tuning grid is not read (the tuned grid is defined by the tuning)
+    half = SimpleNamespace(manifest={"files": {"hetero-fashion-tuned.json.gz": {"grid": "fig3d-fashion-tuned"},
+                                               "hetero-fashion-tune.json.gz": {"grid": "fig3d-fashion-tune",
+                                                                               "missing": 3}}}, root=None)
+    assert committed_grid(half, "fig3d-fashion-tuned") is None
+    with pytest.raises(ValueError, match="figure must be one of"):
+        shown_grid(empty, "fig5")
