@@ -8,9 +8,14 @@ The paper reads its Fig. 6 (rotated and masked MNIST, the ConvNet, every silo at
 (c) as the mask ratio grows, the warm start's gain over plain MR-MTL shrinks (the silo-specific masks, not the
     rotation groups, become the main heterogeneity).
 
-Each method is taken at its best (λ, η) for the cell, as the paper does (hyper-parameters picked on the test
-metric, the tuning not charged to privacy).  (a)–(c) are **paper readings** (:data:`PAPER_READING`).  A fourth
-check, (d), is a **grid check** (:data:`GRID_CHECK`), about this project's λ grid, not the paper: every best λ of
+**Best λ.**  Each method is taken at its best (λ, η) for the cell, as the paper does.  A method with a
+regularization strength (the registry's ``uses_lambda``: MR-MTL and its IFCA warm start) has one definition of its
+best λ here and in the book: the λ of the best mean accuracy over ``{0} ∪`` the λ grid, where λ = 0 is the run at
+the profile's λ = 0 end (:data:`LAMBDA_ENDS`: Local for MR-MTL, IFCA → Local for the warm start), and a tie goes to
+λ = 0.  So MR-MTL at its best λ is never below Local, and a best λ of 0 says that no pull toward the centre helped.
+
+(a)–(c) are **paper readings** (:data:`~fedtrain.claim_check.PAPER_READING`).  A fourth check, (d), is a **grid
+check** (:data:`~fedtrain.claim_check.GRID_CHECK`), about this project's λ grid, not the paper: every best λ of
 MR-MTL and of the warm-started MR-MTL must be *located*.  λ interpolates between two runs of the grid (the paper's
 reading of λ, Fig. 5): λ = 0 is Local (for the warm-started MR-MTL, IFCA → Local) and λ → ∞ pins every silo to the
 centre, FedAvg (for the warm-started MR-MTL, IFCA).  A best λ strictly inside the λ grid is located; so is a best
@@ -19,87 +24,99 @@ every λ pulls too little).  A best λ on the grid's smallest or largest value t
 the optimum may lie between them, outside the grid, and the grid must reach further there.
 
 Comparisons are made in standard errors (SE) over seeds, SE of the difference, with the margin
-``m = max(tol, 2 SE)``.  A reading that says one thing is better than another ("the best", "shrinks") has three
-verdicts: :data:`HOLDS` when the difference exceeds the margin, :data:`TIE` when it lies within it (not worse beyond
-noise, not better either: the data cannot tell them apart), :data:`FAILS` when the other is better beyond the
-margin.  A reading that says two things are alike ("matches", "gains nothing") holds within the margin and fails
-outside it: for it a tie is what it claims.  With two seeds the SE is rough; the details printed with each check
-give the numbers so that a reader can judge.
+``m = max(tol, 2 SE)`` (:func:`fedtrain.claim_check.margin`; with one seed the stated accuracy margin ``tol``).  A
+reading that says one thing is better than another ("the best", "shrinks") has three verdicts
+(:func:`fedtrain.claim_check.verdict`): :data:`HOLDS` when the difference exceeds the margin, :data:`TIE` when it
+lies within it (not worse beyond noise, not better either: the data cannot tell them apart), :data:`FAILS` when
+the other is better beyond the margin.  A reading that says two things are alike ("matches", "gains nothing")
+holds within the margin and fails outside it (:func:`fedtrain.claim_check.alike`): for it a tie is what it claims.
+With two seeds the SE is rough; the details printed with each check give the numbers so that a reader can judge.
+
+Method names and labels come from the method registry (:func:`fedtrain.methods.registry.method_spec`) and the
+curve a run belongs to from :func:`fedtrain.deep_grids.method_family`.
 """
 from __future__ import annotations
 
+import html
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from fedtrain.analysis import best_by_setting, spread_text
+from fedtrain.claim_check import (FAILS, GRID_CHECK, HOLDS, PAPER_READING, PENDING, TIE, ClaimCheck, alike, margin,
+                                  verdict)
+from fedtrain.dp_costs import DPCosts
+from fedtrain.methods.registry import method_spec
+from fedtrain.book_results import grid_configs, grid_file
+from fedtrain.deep_grids import REAL_IMAGE_GRIDS, deep_grid, method_family, tuned_settings
 
 if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.config import RunConfig
     from fedtrain.engine import RunResult
 
-__all__ = ["KINDS", "LAMBDA_ENDS", "locate_lambda", "PaperCheck", "fig6_kind", "fig6_table", "fig6_checks", "CheckStatus", "HOLDS", "TIE",
-           "FAILS", "PENDING", "PAPER_READING", "GRID_CHECK", "verdict", "complete_blocks", "fig6_status",
-           "fig6_status_html"]
+__all__ = ["FAMILIES", "KINDS", "LAMBDA_ENDS", "family_label", "locate_lambda", "fig6_kind", "fig6_table",
+           "fig6_checks", "fold_lambda_ends", "ClaimCheck", "HOLDS", "TIE", "FAILS", "PENDING", "PAPER_READING", "GRID_CHECK", "verdict",
+           "complete_blocks", "fig6_status", "fig6_status_html", "best_lambda_text", "grid_costs", "CHAPTER_GRIDS",
+           "committed_grid", "shown_grid", "tuning_scores", "tuning_table"]
 
-#: The six kinds of runs of Fig. 6 (Algorithm A2's two warm-started variants by what runs after the warm start).
-KINDS = ("Local", "FedAvg", "IFCA", "MR-MTL", "IFCA → Local", "IFCA → MR-MTL")
-
-
-HOLDS, TIE, FAILS, PENDING = "holds", "tie", "does not hold", "pending"
-#: The two kinds of checks: a reading of the paper's figure, and a check of this project's own grid.
-PAPER_READING, GRID_CHECK = "paper reading", "grid check"
+#: The curves of Fig. 6, by :func:`fedtrain.deep_grids.method_family`: the registry's methods, IFCA-warm-started MR-MTL
+#: (Algorithm A2) split by what runs after the warm start (λ = 0: IFCA → Local).
+FAMILIES = ("local", "fedavg", "ifca", "mrmtl", "ifca-local", "ifca-mrmtl")
 
 
-def verdict(difference: float, margin: float) -> str:
-    """The verdict on "a is better than b" from ``difference = a − b``: :data:`HOLDS` beyond ``margin``,
-    :data:`FAILS` below ``−margin``, :data:`TIE` within it."""
-    if not margin >= 0:
-        raise ValueError(f"margin must be >= 0 (got {margin!r})")
-    return HOLDS if difference > margin else (TIE if difference >= -margin else FAILS)
+def family_label(family: str) -> str:
+    """The label of a curve (:data:`FAMILIES`, or any registered method): the registry's label; the warm-started
+    variants named by what runs after IFCA's warm start (``"IFCA → Local"``, ``"IFCA → MR-MTL"``)."""
+    if family == "ifca-local":
+        return f"{method_spec('ifca').label} → {method_spec('local').label}"
+    if family == "ifca-mrmtl":
+        return f"{method_spec('ifca').label} → {method_spec('mrmtl').label}"
+    return method_spec(family).label
 
 
-@dataclass(frozen=True)
-class PaperCheck:
-    """One check of a paper figure on stored runs: ``verdict`` (:data:`HOLDS`, :data:`TIE` or :data:`FAILS`), the
-    numbers behind it, and its ``kind`` (:data:`PAPER_READING` or :data:`GRID_CHECK`).  ``holds`` is ``True`` only
-    for :data:`HOLDS`: a tie is not a hold."""
-
-    name: str
-    verdict: str
-    detail: str
-    kind: str = PAPER_READING
-
-    def __post_init__(self):
-        if self.verdict not in (HOLDS, TIE, FAILS):
-            raise ValueError(f"verdict must be one of {HOLDS!r}, {TIE!r}, {FAILS!r} (got {self.verdict!r})")
-        if self.kind not in (PAPER_READING, GRID_CHECK):
-            raise ValueError(f"kind must be {PAPER_READING!r} or {GRID_CHECK!r} (got {self.kind!r})")
-
-    @property
-    def holds(self) -> bool:
-        return self.verdict == HOLDS
+#: The six kinds of runs of Fig. 6 (labels of :data:`FAMILIES`, from the registry).
+KINDS = tuple(family_label(f) for f in FAMILIES)
+#: The runs at the two ends of each λ profile (λ = 0, λ → ∞), by kind: the paper's interpolation reading of λ.
+LAMBDA_ENDS = {family_label("mrmtl"): (family_label("local"), family_label("fedavg")),
+               family_label("ifca-mrmtl"): (family_label("ifca-local"), family_label("ifca"))}
 
 
 def fig6_kind(config: "RunConfig") -> str:
     """The kind of a Fig. 6 run (:data:`KINDS`): ``ifca-mrmtl`` at λ = 0 is IFCA-warm-started local training."""
-    m = config.method
-    if m == "ifca-mrmtl":
-        return "IFCA → Local" if config.lam == 0 else "IFCA → MR-MTL"
-    names = {"local": "Local", "fedavg": "FedAvg", "ifca": "IFCA", "mrmtl": "MR-MTL"}
-    if m not in names:
-        raise ValueError(f"config.method must be one of local, fedavg, ifca, mrmtl, ifca-mrmtl (got {m!r})")
-    return names[m]
+    family = method_family(config)
+    if family not in FAMILIES:
+        raise ValueError(f"config.method must be one of local, fedavg, ifca, mrmtl, ifca-mrmtl (got {config.method!r})")
+    return family_label(family)
 
 
 def _is_eps(c: Any, eps: float) -> bool:
     return c.eps == eps or (math.isinf(eps) and math.isinf(c.eps))
 
 
+def fold_lambda_ends(table: dict, ends: "dict[str, tuple[str, str]]") -> dict:
+    """Each λ profile's cell of ``table`` (``{(kind, setting): cell}``, cells of
+    :func:`fedtrain.analysis.best_by_setting` over λ > 0, with ``lams``) at its best λ over ``{0} ∪`` its λ grid
+    (the module docstring's one definition): where the λ = 0 end (``ends[kind][0]``) is at least as good, the cell is
+    the end's run at ``lam = 0`` with ``end`` naming it.  Every λ-profile cell keeps its best over the grid as
+    ``grid`` (check (d) reads it).  Returns a new table; ``table`` is not changed."""
+    out = {key: dict(cell) for key, cell in table.items()}
+    for (kind, setting), cell in table.items():
+        if kind not in ends:
+            continue
+        low = table.get((ends[kind][0], setting))
+        folded = dict(cell, grid=dict(cell))
+        if low is not None and low["mean"] >= cell["mean"]:
+            folded.update({k: low[k] for k in ("mean", "std", "n", "lr", "diverged") if k in low},
+                          lam=0.0, end=low["label"])
+        out[(kind, setting)] = folded
+    return out
+
+
 def fig6_table(rows: Iterable["RunResult"], eps: float) -> dict[tuple[str, float], dict[str, Any]]:
     """``{(kind, mask ratio): best cell}`` at privacy level ``eps`` (``math.inf``: without privacy); a cell as in
-    :func:`fedtrain.analysis.best_by_setting` (``mean``, ``std``, ``n``, ``lam``, ``lr``) plus ``lams``: the λ
-    values run for that cell."""
+    :func:`fedtrain.analysis.best_by_setting` (``label``, ``mean``, ``std``, ``n``, ``lam``, ``lr``) plus ``lams``,
+    the λ values > 0 run for that cell.  A λ profile (MR-MTL, IFCA → MR-MTL) is at its best λ over ``{0} ∪`` its λ
+    grid (:func:`fold_lambda_ends`: ``lam = 0`` and ``end`` when its λ = 0 end is at least as good; ``grid``, its
+    best over the grid)."""
     rows = [r for r in rows if _is_eps(r.config, eps)]
     if not rows:
         raise ValueError(f"no runs at eps={eps!r}")
@@ -108,7 +125,12 @@ def fig6_table(rows: Iterable["RunResult"], eps: float) -> dict[tuple[str, float
     for (kind, ratio), cell in table.items():
         cell["lams"] = tuple(sorted({float(r.config.lam) for r in rows
                                      if fig6_kind(r.config) == kind and mask(r.config) == ratio}))
-    return table
+    return fold_lambda_ends(table, LAMBDA_ENDS)
+
+
+def best_lambda_text(cell: dict) -> str:
+    """A λ-profile cell's best λ in words: ``"λ = 0.1"``, or ``"λ = 0 (Local)"`` where the λ = 0 end is the best."""
+    return f"λ = {cell['lam']:g}" + (f" ({cell['end']})" if cell.get("end") else "")
 
 
 def _se(cell: dict) -> float:
@@ -116,8 +138,7 @@ def _se(cell: dict) -> float:
 
 
 def _margin(a: dict, b: dict, tol: float) -> float:
-    se = math.sqrt(_se(a) ** 2 + _se(b) ** 2)
-    return max(tol, 2 * se) if math.isfinite(se) else tol
+    return margin(math.sqrt(_se(a) ** 2 + _se(b) ** 2), tol)
 
 
 def _fmt(cell: dict) -> str:
@@ -128,23 +149,29 @@ def _fmt(cell: dict) -> str:
     return f"{cell['mean']:.3f} ± {spread_text(_se(cell), 3)}"
 
 
+def _at(cell: dict) -> str:
+    """A λ-profile cell with its best λ, e.g. ``"0.512 ± 0.003 at λ = 0 (Local)"``."""
+    return f"{_fmt(cell)} at {best_lambda_text(cell)}" if "grid" in cell else _fmt(cell)
+
+
+_L, _F, _I, _M, _IL, _IM = KINDS
+
+
 def _name_a(r0: float) -> list[str]:
-    return [f"(a) mask {r0:g}: IFCA-warm-started MR-MTL matches IFCA",
-            f"(a) mask {r0:g}: IFCA and its MR-MTL warm start are the best",
-            f"(a) mask {r0:g}: warm-starting local training gains nothing"]
+    return [f"(a) mask {r0:g}: {_IM} matches {_I}",
+            f"(a) mask {r0:g}: {_I} and {_IM} are the best",
+            f"(a) mask {r0:g}: warm-starting local training ({_IL}) gains nothing over {_L}"]
 
 
 def _name_b(r: float) -> str:
-    return f"(b) mask {r:g}: MR-MTL (plain or warm-started) is the best"
+    return f"(b) mask {r:g}: {_M} or {_IM} is the best"
 
 
 def _name_c(r0: float, r_max: float) -> str:
-    return f"(c) the warm start's gain shrinks from mask {r0:g} to {r_max:g}"
+    return f"(c) the warm start's gain ({_IM} − {_M}) shrinks from mask {r0:g} to {r_max:g}"
 
 
 NAME_D = "(d) every best λ is located (inside the λ grid, or at λ = 0 or λ → ∞)"
-#: The runs at the two ends of each λ profile (λ = 0, λ → ∞), by kind: the paper's interpolation reading of λ.
-LAMBDA_ENDS = {"MR-MTL": ("Local", "FedAvg"), "IFCA → MR-MTL": ("IFCA → Local", "IFCA")}
 
 
 def _best_of(t: dict, r: float, group: Sequence[str], tol: float) -> tuple[str, str]:
@@ -153,74 +180,78 @@ def _best_of(t: dict, r: float, group: Sequence[str], tol: float) -> tuple[str, 
     it), :data:`FAILS` when some other kind is above it beyond the margin; and the numbers."""
     c = lambda kind: t[(kind, r)]  # noqa: E731
     lead = max((c(k) for k in group), key=lambda x: x["mean"])
-    others = {k: verdict(lead["mean"] - c(k)["mean"], _margin(lead, c(k), tol)) for k in KINDS if k not in group}
-    above = [k for k, v in others.items() if v == FAILS]
-    level = [k for k, v in others.items() if v == TIE]
+    others = {k: (verdict(lead["mean"] - c(k)["mean"], _margin(lead, c(k), tol)), _margin(lead, c(k), tol))
+              for k in KINDS if k not in group}
+    above = [k for k, (v, _) in others.items() if v == FAILS]
+    level = [k for k, (v, _) in others.items() if v == TIE]
     v = FAILS if above else (TIE if level else HOLDS)
-    text = f"{lead['label']} {_fmt(lead)}; " + (
-        "beaten by " + ", ".join(f"{k} {_fmt(c(k))}" for k in above) if above else
-        "tied within the margin with " + ", ".join(f"{k} {_fmt(c(k))}" for k in level) if level else
-        "every other method below it beyond the margin")
+    text = f"{lead['label']} {_at(lead)}; " + (
+        "beaten by " + ", ".join(f"{k} {_fmt(c(k))} (margin {others[k][1]:.3f})" for k in above) if above else
+        "tied within the margin with " + ", ".join(f"{k} {_fmt(c(k))} (margin {others[k][1]:.3f})" for k in level)
+        if level else "every other method below it beyond the margin (at least "
+        f"{min(m for _, m in others.values()):.3f})")
     return v, text
 
 
-def _checks_a(t: dict, r0: float, tol: float) -> list[PaperCheck]:
+def _checks_a(t: dict, r0: float, tol: float) -> list[ClaimCheck]:
     c = lambda kind, r: t[(kind, r)]  # noqa: E731
     names = _name_a(r0)
-    wm, ifca = c("IFCA → MR-MTL", r0), c("IFCA", r0)
+    wm, ifca = c(_IM, r0), c(_I, r0)
     m = _margin(wm, ifca, tol)
-    out = [PaperCheck(names[0], HOLDS if abs(wm["mean"] - ifca["mean"]) <= m else FAILS,
-                      f"{_fmt(wm)} vs {_fmt(ifca)} (margin {m:.3f})")]
-    out.append(PaperCheck(names[1], *_best_of(t, r0, ("IFCA", "IFCA → MR-MTL"), tol)))
-    wl, loc = c("IFCA → Local", r0), c("Local", r0)
+    out = [ClaimCheck(names[0], alike(wm["mean"] - ifca["mean"], m),
+                      f"{_IM} {_at(wm)} vs {_I} {_fmt(ifca)} (margin {m:.3f})")]
+    out.append(ClaimCheck(names[1], *_best_of(t, r0, (_I, _IM), tol)))
+    wl, loc = c(_IL, r0), c(_L, r0)
     m = _margin(wl, loc, tol)
-    out.append(PaperCheck(names[2], HOLDS if wl["mean"] - loc["mean"] <= m else FAILS,
-                          f"IFCA → Local {_fmt(wl)} vs Local {_fmt(loc)} (margin {m:.3f})"))
+    out.append(ClaimCheck(names[2], HOLDS if wl["mean"] - loc["mean"] <= m else FAILS,
+                          f"{_IL} {_fmt(wl)} vs {_L} {_fmt(loc)} (margin {m:.3f})"))
     return out
 
 
-def _check_b(t: dict, r: float, tol: float) -> PaperCheck:
-    return PaperCheck(_name_b(r), *_best_of(t, r, ("MR-MTL", "IFCA → MR-MTL"), tol))
+def _check_b(t: dict, r: float, tol: float) -> ClaimCheck:
+    return ClaimCheck(_name_b(r), *_best_of(t, r, (_M, _IM), tol))
 
 
-def _check_c(t: dict, ratios: Sequence[float], tol: float) -> PaperCheck:
+def _check_c(t: dict, ratios: Sequence[float], tol: float) -> ClaimCheck:
     c = lambda kind, r: t[(kind, r)]  # noqa: E731
     r0, r_max = ratios[0], ratios[-1]
-    gain = {r: c("IFCA → MR-MTL", r)["mean"] - c("MR-MTL", r)["mean"] for r in ratios}
-    se = lambda r: math.sqrt(_se(c("IFCA → MR-MTL", r)) ** 2 + _se(c("MR-MTL", r)) ** 2)  # noqa: E731
-    m = max(tol, 2 * math.sqrt(se(r0) ** 2 + se(r_max) ** 2)) if math.isfinite(se(r0) + se(r_max)) else tol
-    return PaperCheck(_name_c(r0, r_max), verdict(gain[r0] - gain[r_max], m),
-                      "gain over MR-MTL: " + ", ".join(f"{gain[r]:+.3f} at {r:g}" for r in ratios)
+    gain = {r: c(_IM, r)["mean"] - c(_M, r)["mean"] for r in ratios}
+    se = lambda r: math.sqrt(_se(c(_IM, r)) ** 2 + _se(c(_M, r)) ** 2)  # noqa: E731
+    m = margin(math.sqrt(se(r0) ** 2 + se(r_max) ** 2), tol)
+    return ClaimCheck(_name_c(r0, r_max), verdict(gain[r0] - gain[r_max], m),
+                      f"gain of {_IM} over {_M}: " + ", ".join(f"{gain[r]:+.3f} at {r:g}" for r in ratios)
                       + f" (margin {m:.3f})")
 
 
 def locate_lambda(cell: dict, low: tuple[str, dict], high: tuple[str, dict]) -> tuple[bool, str]:
     """Whether the best λ of a λ profile is located (the module docstring's check (d)), and the numbers.
 
-    ``cell``: the profile's best cell (``lam``, ``lams`` the λ grid > 0, ``mean``); ``low``/``high``: the names and
-    best cells of the runs at its ends, λ = 0 and λ → ∞ (:data:`LAMBDA_ENDS`).  Located: the best λ lies strictly
+    ``cell``: the profile's cell (its best over the λ grid > 0 is ``cell["grid"]`` where :func:`fold_lambda_ends`
+    made it, else ``cell`` itself: ``lam``, ``mean``; ``lams`` the λ grid > 0); ``low``/``high``: the names and best
+    cells of the runs at its ends, λ = 0 and λ → ∞ (:data:`LAMBDA_ENDS`).  Located: the grid's best λ lies strictly
     inside the grid, or it is the grid's smallest (largest) λ and the λ = 0 (λ → ∞) end is at least as good."""
-    lam, lams = cell["lam"], cell["lams"]
+    grid = cell.get("grid", cell)
+    lam, lams = grid["lam"], cell["lams"]
     if min(lams) < lam < max(lams):
         return True, f"λ = {lam:g}"
     (name, end), side = (low, "λ = 0") if lam == min(lams) else (high, "λ → ∞")
-    if end["mean"] >= cell["mean"]:
-        return True, f"{side} ({name} {end['mean']:.3f} ≥ λ = {lam:g}'s {cell['mean']:.3f})"
+    if end["mean"] >= grid["mean"]:
+        return True, f"{side} ({name} {end['mean']:.3f} ≥ λ = {lam:g}'s {grid['mean']:.3f})"
     return False, (f"λ = {lam:g}, the grid's {'smallest' if lam == min(lams) else 'largest'} of {list(lams)}, beats "
-                   f"{side} ({name}): {cell['mean']:.3f} vs {end['mean']:.3f}")
+                   f"{side} ({name}): {grid['mean']:.3f} vs {end['mean']:.3f}")
 
 
-def _check_d(t: dict, ratios: Sequence[float]) -> PaperCheck:
+def _check_d(t: dict, ratios: Sequence[float]) -> ClaimCheck:
     unlocated, located = [], []
     for kind, (low, high) in LAMBDA_ENDS.items():
         for r in ratios:
             ok, text = locate_lambda(t[(kind, r)], (low, t[(low, r)]), (high, t[(high, r)]))
             (located if ok else unlocated).append(f"{kind} at mask {r:g}: {text}")
-    return PaperCheck(NAME_D, FAILS if unlocated else HOLDS,
+    return ClaimCheck(NAME_D, FAILS if unlocated else HOLDS,
                       "; ".join(unlocated) if unlocated else "located: " + "; ".join(located), GRID_CHECK)
 
 
-def fig6_checks(rows: Iterable["RunResult"], eps: float, *, tol: float = 0.01) -> list[PaperCheck]:
+def fig6_checks(rows: Iterable["RunResult"], eps: float, *, tol: float = 0.01) -> list[ClaimCheck]:
     """Checks (a)–(d) of the module docstring on the runs at ``eps`` (each with its verdict and kind: (a)–(c) paper
     readings, (d) a grid check); ``tol`` (accuracy) is the smallest margin
     a comparison allows (used when 2 SE is smaller, e.g. with one seed).  Needs every kind at every mask ratio,
@@ -241,23 +272,6 @@ def fig6_checks(rows: Iterable["RunResult"], eps: float, *, tol: float = 0.01) -
 # --------------------------------------------------------------------------------------------------
 # a grid still being computed
 # --------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class CheckStatus:
-    """A check of :func:`fig6_status`: ``status`` is :data:`HOLDS`, :data:`TIE`, :data:`FAILS` or :data:`PENDING`
-    (the runs it needs are not all computed yet); ``detail`` gives the numbers, or what is missing; ``kind`` is
-    :data:`PAPER_READING` or :data:`GRID_CHECK`."""
-
-    name: str
-    status: str
-    detail: str
-    kind: str = PAPER_READING
-
-    @property
-    def holds(self) -> "bool | None":
-        """``True`` for a reading that holds, ``False`` for a tie or a failure, ``None`` while pending."""
-        return None if self.status == PENDING else self.status == HOLDS
-
-
 def _mask(c: Any) -> float:
     return float(c.dataset_options.get("mask_ratio", 0.0))
 
@@ -267,7 +281,8 @@ def complete_blocks(rows: Iterable["RunResult"], configs: Sequence["RunConfig"],
     """The runs at ``eps`` of the grid ``configs`` that lie in *complete blocks* — a (mask ratio, seed) whose every
     run of the grid is among ``rows`` — and ``{(mask ratio, seed): (runs present, runs in the grid)}`` for every
     block of the grid at ``eps``.  A Fig. 6 cell is read on complete blocks only, so that each method's best λ is
-    chosen among the whole λ grid and every λ is averaged over the same seeds."""
+    chosen among the whole λ grid and every λ is averaged over the same seeds.  A tuned grid's clip-only controls
+    (another ε) are blocks of their own at their ε."""
     configs = [c for c in configs if _is_eps(c, eps)]
     if not configs:
         raise ValueError(f"eps must be a privacy level of the grid (got {eps!r})")
@@ -281,7 +296,7 @@ def complete_blocks(rows: Iterable["RunResult"], configs: Sequence["RunConfig"],
 
 
 def fig6_status(rows: Iterable["RunResult"], configs: Sequence["RunConfig"], eps: float, *,
-                tol: float = 0.01) -> list[CheckStatus]:
+                tol: float = 0.01) -> list[ClaimCheck]:
     """Checks (a)–(d) (:func:`fig6_checks`) on a grid ``configs`` (e.g. :func:`fedtrain.deep_grids.deep_grid`) of which
     only ``rows`` are computed: each check is evaluated on the complete blocks (:func:`complete_blocks`) when the mask
     ratios it reads have one, and is :data:`PENDING` otherwise, saying how many of its runs are in.  The checks are
@@ -303,37 +318,162 @@ def fig6_status(rows: Iterable["RunResult"], configs: Sequence["RunConfig"], eps
         return "waits for a complete seed of the runs at " + "; ".join(parts)
 
     r0, r_max = ratios[0], ratios[-1]
-    out: list[CheckStatus] = []
-    as_status = lambda p: CheckStatus(p.name, p.verdict, p.detail, p.kind)  # noqa: E731
+    out: list[ClaimCheck] = []
     if r0 in done:
-        out += [as_status(p) for p in _checks_a(t, r0, tol)]
+        out += _checks_a(t, r0, tol)
     else:
-        out += [CheckStatus(n, PENDING, pending_detail([r0])) for n in _name_a(r0)]
+        out += [ClaimCheck(n, PENDING, pending_detail([r0])) for n in _name_a(r0)]
     for r in ratios[1:]:
-        out.append(as_status(_check_b(t, r, tol)) if r in done
-                   else CheckStatus(_name_b(r), PENDING, pending_detail([r])))
+        out.append(_check_b(t, r, tol) if r in done else ClaimCheck(_name_b(r), PENDING, pending_detail([r])))
     if r0 in done and r_max in done:
-        out.append(as_status(_check_c(t, [r for r in ratios if r in done], tol)))
+        out.append(_check_c(t, [r for r in ratios if r in done], tol))
     else:
-        out.append(CheckStatus(_name_c(r0, r_max), PENDING, pending_detail([r0, r_max])))
+        out.append(ClaimCheck(_name_c(r0, r_max), PENDING, pending_detail([r0, r_max])))
     if done:
         d = _check_d(t, done)
         rest = [r for r in ratios if r not in done]
         detail = d.detail + (f" (on mask {', '.join(f'{r:g}' for r in done)}; mask "
                              f"{', '.join(f'{r:g}' for r in rest)} pending)" if rest else "")
-        out.append(CheckStatus(d.name, d.verdict, detail, GRID_CHECK))
+        out.append(ClaimCheck(d.name, d.verdict, detail, GRID_CHECK))
     else:
-        out.append(CheckStatus(NAME_D, PENDING, pending_detail(ratios), GRID_CHECK))
+        out.append(ClaimCheck(NAME_D, PENDING, pending_detail(ratios), GRID_CHECK))
     return out
 
 
-def fig6_status_html(columns: "dict[str, Sequence[CheckStatus]]") -> str:
-    """An HTML table of :func:`fig6_status` results: a row per check, a column per entry of ``columns`` (e.g. one per
-    privacy level: ``{"ε = 4": [...], "without DP": [...]}``, each list naming the same checks in the same order);
-    a cell is the status in bold (holds / tie / does not hold / pending), then its numbers.  The paper's readings
-    come first, under their own heading row, then the checks of the grid under theirs."""
-    import html
+def grid_costs(rows: Iterable["RunResult"], clip_only_eps: float) -> list[DPCosts]:
+    """What DP costs each method of a tuned grid (``*-tuned`` of :data:`fedtrain.deep_grids.REAL_IMAGE_GRIDS`), from its
+    clip-only controls (:mod:`fedtrain.dp_costs`): for every control run (ε = ``clip_only_eps``: a method's best
+    private configuration on the validation split, same λ, η and clip, negligible noise) the grid's run of the same
+    configuration at each private ε and the method's run at the same λ without DP (at its η tuned for no DP), in
+    the same mask ratio and seed.  Averaged over the seeds whose three runs are all in ``rows`` (a partial grid gives
+    what its complete seeds allow; a control whose seeds are all incomplete gives nothing).  One :class:`DPCosts` per
+    method, λ, η, mask ratio and private ε, in the order of :data:`FAMILIES` (then other methods), mask, ε."""
+    rows = [r for r in rows if not getattr(r, "diverged", False)]
+    sig = lambda c: (method_family(c), float(c.lam), int(c.seed), _mask(c))  # noqa: E731
+    private: dict = {}
+    nodp: dict = {}
+    for r in rows:
+        c = r.config
+        if math.isinf(c.eps):
+            nodp[sig(c)] = r
+        elif c.eps != clip_only_eps:
+            private[(sig(c), float(c.lr), float(c.eps))] = r
+    eps_values = sorted({e for (_, _, e) in private})
+    cells: dict = {}
+    for r in rows:
+        c = r.config
+        if c.eps != clip_only_eps or sig(c) not in nodp:
+            continue
+        for e in eps_values:
+            p = private.get((sig(c), float(c.lr), e))
+            if p is not None:
+                key = (method_family(c), _mask(c), float(c.lam), float(c.lr), e)
+                cells.setdefault(key, []).append((nodp[sig(c)].test_metric, r.test_metric, p.test_metric))
+    order = {f: i for i, f in enumerate(FAMILIES)}
+    masked = any("mask_ratio" in r.config.dataset_options for r in rows)
+    out = []
+    for (fam, mask, lam, lr, e), v in sorted(cells.items(), key=lambda kv: (order.get(kv[0][0], len(order)),
+                                                                            kv[0][0], *kv[0][1:])):
+        lam_text = f"λ = {lam:g}, " if lam > 0 else ""
+        out.append(DPCosts(f"{family_label(fam)} ({lam_text}η = {lr:g})", f"mask {mask:g}" if masked else "all silos",
+                           e, *(sum(x[i] for x in v) / len(v) for i in range(3)), len(v),
+                           f"the grid's clip-only controls at ε = {clip_only_eps:g}"))
+    return out
 
+
+# --------------------------------------------------------------------------------------------------
+# which committed grid a figure of the deep chapter shows
+# --------------------------------------------------------------------------------------------------
+#: Per figure of the deep chapter: the noise-bound tuned grid it shows where its rows are committed, and the
+#: clipping-bound grid it shows otherwise, as the regime contrast (:data:`fedtrain.deep_grids.REAL_IMAGE_GRIDS`).
+CHAPTER_GRIDS = {"fig6": ("fig6-fashion-tuned", "fig6-fashion"), "fig3d": ("fig3d-fashion-tuned", "fig3d-fashion")}
+
+
+def committed_grid(store: Any, grid: str) -> "tuple[list[RunResult], list[RunConfig]] | None":
+    """``(rows, configs)`` of real-image grid ``grid`` in the committed ``store`` (a
+    :class:`fedtrain.book_results.BookStore`), or ``None`` where its file is not committed yet, or, for a tuned
+    grid, where its tuning grid is not committed whole (the tuned grid is defined by it).  A committed file that is
+    stale or corrupt still raises (:meth:`~fedtrain.book_results.BookStore.grid_rows`)."""
+    files = store.manifest.get("files", {})
+    info = files.get(grid_file(grid))
+    if not info or info.get("grid") != grid:
+        return None
+    tune = REAL_IMAGE_GRIDS[grid].get("tuned_by")
+    if tune is not None:
+        t = files.get(grid_file(tune))
+        if not t or t.get("grid") != tune or t.get("missing"):
+            return None
+    return store.grid_rows(grid), grid_configs(grid, store.root)
+
+
+def shown_grid(store: Any, figure: str) -> dict:
+    """Which committed grid figure ``figure`` (``"fig6"`` or ``"fig3d"``, :data:`CHAPTER_GRIDS`) shows: the
+    noise-bound tuned grid where its committed rows hold a complete block (a whole seed of a mask ratio and privacy
+    level: :func:`complete_blocks`), else the clipping-bound grid.  Returns ``{"grid", "regime"
+    ("noise-bound"/"clipping-bound"), "rows", "configs", "clip_only_eps" (``None`` without controls), "tuned"
+    (the tuned grid's name), "tuned_rows" (its committed rows, possibly empty), "tuned_committed" (bool)}``."""
+    if figure not in CHAPTER_GRIDS:
+        raise ValueError(f"figure must be one of {', '.join(map(repr, CHAPTER_GRIDS))} (got {figure!r})")
+    tuned, contrast = CHAPTER_GRIDS[figure]
+    got = committed_grid(store, tuned)
+    spec = REAL_IMAGE_GRIDS[tuned]
+    out = {"tuned": tuned, "tuned_rows": got[0] if got else [], "tuned_committed": got is not None}
+    if got is not None and any(complete_blocks(got[0], got[1], e)[0] for e in spec["eps"]):
+        return {**out, "grid": tuned, "regime": "noise-bound", "rows": got[0], "configs": got[1],
+                "clip_only_eps": float(spec["clip_only_eps"])}
+    rows, configs = committed_grid(store, contrast) or ([], deep_grid(contrast))
+    return {**out, "grid": contrast, "regime": "clipping-bound", "rows": rows, "configs": configs,
+            "clip_only_eps": None}
+
+
+def tuning_scores(rows: Iterable["RunResult"]) -> list[dict]:
+    """A tuning grid's choices (``*-tune``, :func:`fedtrain.deep_grids.tuned_settings`) with the validation accuracy
+    behind them: one dict per method, λ and privacy (``label``, ``lam``, ``private``, ``scores`` ``{η: mean
+    validation accuracy over the seeds}``, ``chosen`` η, ``best``: whether it is the method's best private
+    configuration, the one its clip-only control repeats), in the order of :data:`FAMILIES`."""
+    rows = list(rows)
+    lrs, best = tuned_settings(rows)
+    by: dict = {}
+    for r in rows:
+        c = r.config
+        by.setdefault((method_family(c), float(c.lam), math.isfinite(c.eps)), {}).setdefault(
+            float(c.lr), []).append(float(r.test_metric))
+    order = {f: i for i, f in enumerate(FAMILIES)}
+    out = []
+    for (fam, lam, private), per in sorted(by.items(), key=lambda kv: (order.get(kv[0][0], len(order)), *kv[0])):
+        out.append({"label": family_label(fam), "lam": lam, "private": private,
+                    "scores": {lr: sum(v) / len(v) for lr, v in sorted(per.items())},
+                    "chosen": lrs[(fam, lam, private)], "best": private and best.get(fam, (None,))[0] == lam})
+    return out
+
+
+def tuning_table(rows: Iterable["RunResult"]) -> str:
+    """:func:`tuning_scores` as a Markdown table: method, λ, with or without DP, validation accuracy at each η (the
+    chosen one in bold), and a mark on each method's best private configuration."""
+    scores = tuning_scores(rows)
+    if not scores:
+        raise ValueError("rows must hold a tuning grid's runs")
+    lines = ["| method | λ | DP | validation accuracy at each η (chosen in bold) | best private of its method |",
+             "|---|---|---|---|---|"]
+    for s in scores:
+        cells = ", ".join((f"**η = {lr:g}: {v:.3f}**" if lr == s["chosen"] else f"η = {lr:g}: {v:.3f}")
+                          for lr, v in s["scores"].items())
+        lines.append(f"| {s['label']} | {s['lam']:g} | {'yes' if s['private'] else 'no'} | {cells} | "
+                     f"{'yes' if s['best'] else ''} |")
+    return "\n".join(lines)
+
+
+_HEADINGS = {"paper reading": "the paper's readings", "paper claim": "the paper's claims",
+             "grid check": "checks of this project's grid", "implementation check": "checks of the implementation",
+             "privacy check": "checks of the privacy ledger"}
+
+
+def fig6_status_html(columns: "dict[str, Sequence[ClaimCheck]]") -> str:
+    """An HTML table of checks (:func:`fig6_status`, :func:`fedtrain.fig3d_checks.fig3d_status`): a row per check, a
+    column per entry of ``columns`` (e.g. one per privacy level: ``{"ε = 4": [...], "without DP": [...]}``, each
+    list naming the same checks in the same order); a cell is the verdict in bold (holds / tie / fails / pending),
+    then its numbers.  The paper's readings come first, under their own heading row, then the checks of the grid
+    under theirs."""
     cols = list(columns.items())
     if not cols:
         raise ValueError("columns must hold at least one list of checks")
@@ -343,12 +483,12 @@ def fig6_status_html(columns: "dict[str, Sequence[CheckStatus]]") -> str:
     head = "".join(f"<th>{html.escape(k)}</th>" for k, _ in cols)
     kinds = [cols[0][1][i].kind for i in range(len(names))]
     body = []
-    for kind, title in ((PAPER_READING, "the paper's readings"), (GRID_CHECK, "checks of this project's grid")):
+    for kind, title in _HEADINGS.items():
         rows = [i for i, k in enumerate(kinds) if k == kind]
         if not rows:
             continue
         body.append(f'<tr><th colspan="{len(cols) + 1}">{html.escape(title)}</th></tr>')
         for i in rows:
-            cells = "".join(f"<td><b>{html.escape(v[i].status)}</b>: {html.escape(v[i].detail)}</td>" for _, v in cols)
+            cells = "".join(f"<td><b>{html.escape(v[i].verdict)}</b>: {html.escape(v[i].detail)}</td>" for _, v in cols)
             body.append(f"<tr><td>{html.escape(names[i])}</td>{cells}</tr>")
     return f"<table><thead><tr><th>check</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"

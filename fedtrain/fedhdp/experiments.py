@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -45,6 +44,8 @@ import numpy as np
 
 from fedtheory.atomic_io import write_text_atomic
 from fedtrain.analysis import spread_text
+from fedtrain.claim_check import (FAILS, HOLDS, IMPLEMENTATION_CHECK, PAPER_CLAIM, PRIVACY_CHECK, TIE, ClaimCheck,
+                                  verdict as _verdict)
 from fedtrain.config import ENGINE_VERSION
 from fedtrain.data.files import DatasetNotFoundError
 from fedtrain.data.noniid_fashion import nonprivate_distinct_share
@@ -285,10 +286,6 @@ def save_results(rows: Sequence[dict], path: str | Path, *, command: str, scale:
     write_text_atomic(Path(path), json.dumps({**head, "runs": slim}))
 
 
-HOLDS, TIE, FAILS = "holds", "tie", "fails"
-#: The kinds of checks: a claim of the paper, a null test of this implementation, a check of the privacy ledger.
-PAPER_CLAIM, IMPLEMENTATION_CHECK, PRIVACY_CHECK = "paper claim", "implementation check", "privacy check"
-
 CLAIM3_SCOPE = ("Can show that the skewed data's best grid ratio is higher and, where the skewed data prefer it to "
                 "the plain data's best by more than 2 SE, that the optimum moved. Cannot show it from point estimates "
                 "alone: a different arg-max whose skewed-data gain lies within 2 SE is a tie (the plain data clearly "
@@ -299,38 +296,8 @@ CLAIM5_SCOPE = ("Holds by construction at r = 1: DP-FedAvg+Ditto and HDP-FedAvg+
                 "evidence for FedHDP or any claim of the paper.")
 
 
-def _three(difference: float, margin: float) -> str:
-    """"a beats b" from ``difference = a − b``: holds beyond ``margin``, fails below ``−margin``, a tie within."""
-    return HOLDS if difference > margin else (TIE if difference >= -margin else FAILS)
-
-
-@dataclass(frozen=True)
-class ClaimCheck:
-    """One claim checked on results: what was compared and the numbers (``detail``), the ``verdict`` (:data:`HOLDS`,
-    :data:`TIE` or :data:`FAILS`; ``holds`` is ``True`` only for :data:`HOLDS`), the ``kind`` of check, and ``scope``:
-    what it can and cannot show, where that needs saying."""
-
-    claim: str
-    holds: bool
-    detail: str
-    verdict: str = ""
-    kind: str = PAPER_CLAIM
-    scope: str = ""
-
-    def __post_init__(self):
-        if not self.verdict:
-            object.__setattr__(self, "verdict", HOLDS if self.holds else FAILS)
-        if self.verdict not in (HOLDS, TIE, FAILS):
-            raise ValueError(f"verdict must be one of {HOLDS!r}, {TIE!r}, {FAILS!r} (got {self.verdict!r})")
-        if bool(self.holds) != (self.verdict == HOLDS):
-            raise ValueError(f"holds={self.holds!r} contradicts verdict={self.verdict!r}")
-        if self.kind not in (PAPER_CLAIM, IMPLEMENTATION_CHECK, PRIVACY_CHECK):
-            raise ValueError(f"kind must be one of {PAPER_CLAIM!r}, {IMPLEMENTATION_CHECK!r}, {PRIVACY_CHECK!r} "
-                             f"(got {self.kind!r})")
-
-
 def _claim(claim: str, verdict: str, detail: str, kind: str = PAPER_CLAIM, scope: str = "") -> ClaimCheck:
-    return ClaimCheck(claim, verdict == HOLDS, detail, verdict, kind, scope)
+    return ClaimCheck(claim, verdict, detail, kind, scope)
 
 
 def _ratio_method() -> str:
@@ -409,13 +376,13 @@ def check_claims(rows: Sequence[dict], plain: str = "noniid-digits",
         for base in _private_baselines():
             b = _ms(_by(rows, ds, base), "acc_g")
             gap, se = _gap(f, b)
-            v = _three(gap, 2 * se) if r_best < 1 else FAILS
+            v = _verdict(gap, 2 * se) if r_best < 1 else FAILS
             out.append(_claim(f"1 ({ds}): FedHDP r={r_best:g} beats {base}+Ditto in Acc_g", v,
                               f"{f[0]:.2f} vs {b[0]:.2f}: gap {_pm(gap, se)} (SE, n={f[2]})"))
         for key in ("delta_g", "delta_l"):
             d = _ms(_by(rows, ds, fedhdp, r_best), key)
-            out.append(ClaimCheck(f"2 ({ds}): {key} >= 0 under FedHDP r={r_best:g}", bool(d[0] >= -2 * d[1]),
-                                  f"{_pm(d[0], d[1])} (SE, n={d[2]})"))
+            out.append(_claim(f"2 ({ds}): {key} >= 0 under FedHDP r={r_best:g}", HOLDS if d[0] >= -2 * d[1] else FAILS,
+                              f"{_pm(d[0], d[1])} (SE, n={d[2]})"))
     if skewed:
         rp, rs = best_ratio(rows, plain), best_ratio(rows, skewed)
         on_skewed = _gap(_ms(_by(rows, skewed, fedhdp, rs), "acc_g"), _ms(_by(rows, skewed, fedhdp, rp), "acc_g"))
@@ -428,8 +395,9 @@ def check_claims(rows: Sequence[dict], plain: str = "noniid-digits",
                                   f"{_pm(-on_plain[0], on_plain[1])} ({plain})"), scope=CLAIM3_SCOPE))
         z = _ms(_by(rows, skewed, fedhdp, 0.0), "acc_g")
         best = _ms(_by(rows, skewed, fedhdp, rs), "acc_g")
-        out.append(ClaimCheck("4: r=0 collapses in the skewed case", bool(z[0] < 20.0 and z[0] < best[0] - 2 * best[1]),
-                              f"Acc_g at r=0: {_pm(z[0], z[1], '')} vs {best[0]:.2f} at r={rs:g}"))
+        out.append(_claim("4: r=0 collapses in the skewed case",
+                          HOLDS if z[0] < 20.0 and z[0] < best[0] - 2 * best[1] else FAILS,
+                          f"Acc_g at r=0: {_pm(z[0], z[1], '')} vs {best[0]:.2f} at r={rs:g}"))
     baselines = _private_baselines()
     dp, hdp = baselines[:2] if len(baselines) >= 2 else (None, None)
     for ds in [plain] + ([skewed] if skewed else []):

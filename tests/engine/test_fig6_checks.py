@@ -120,7 +120,7 @@ def test_status_on_the_whole_grid_is_the_checks():
     full = fig6_checks(rows, 4.0)
     status = fig6_status(rows, deep_grid("fig6-fashion"), 4.0)
     assert [s.name for s in status] == [c.name for c in full]
-    assert [s.status for s in status] == [c.verdict for c in full]
+    assert [s.verdict for s in status] == [c.verdict for c in full]
     assert [s.kind for s in status] == [c.kind for c in full]
     assert [s.detail for s in status] == [c.detail for c in full]
     assert all(s.holds for s in status)
@@ -145,22 +145,22 @@ def test_status_reads_complete_seeds_only_and_says_what_is_pending():
     assert {c.config.dataset_options["mask_ratio"] for c in kept} == {0.0} and len(kept) == per
     status = {s.name: s for s in fig6_status(rows, grid, 4.0)}
     a = [s for n, s in status.items() if n.startswith("(a)")]
-    assert len(a) == 3 and all(s.status == HOLDS and s.holds for s in a)
+    assert len(a) == 3 and all(s.verdict == HOLDS and s.holds for s in a)
     assert all("(1 seed)" in s.detail for s in a)
     b = [s for n, s in status.items() if n.startswith("(b)")]
-    assert [s.status for s in b] == [PENDING, PENDING] and all(s.holds is None for s in b)
+    assert [s.verdict for s in b] == [PENDING, PENDING] and all(s.holds is None for s in b)
     assert f"mask 0.25: {other - 1} of {2 * other} runs" in b[0].detail
     c = next(s for n, s in status.items() if n.startswith("(c)"))
-    assert c.status == PENDING and c.detail.endswith(f"mask 0.5: 0 of {2 * other} runs")  # mask 0 is in
+    assert c.verdict == PENDING and c.detail.endswith(f"mask 0.5: 0 of {2 * other} runs")  # mask 0 is in
     d = next(s for n, s in status.items() if n.startswith("(d)"))
-    assert d.status == HOLDS and "on mask 0; mask 0.25, 0.5 pending" in d.detail
+    assert d.verdict == HOLDS and "on mask 0; mask 0.25, 0.5 pending" in d.detail
     # a planted edge (MR-MTL best at λ = 0.01 without masks) is caught on the complete seed
     edge = _grid_rows(lambda k, r, lam: _fashion_like(k, r, lam) + (0.2 if k == "MR-MTL" and lam == 0.01 else 0), keep)
     d = next(s for s in fig6_status(edge, grid, 4.0) if s.name.startswith("(d)"))
-    assert d.status == "does not hold" and "MR-MTL at mask 0: λ = 0.01" in d.detail
+    assert d.verdict == "fails" and "MR-MTL at mask 0: λ = 0.01" in d.detail
     # nothing complete: every check pending
     none = fig6_status(rows[:5], grid, 4.0)
-    assert all(s.status == PENDING for s in none) and len(none) == len(status)
+    assert all(s.verdict == PENDING for s in none) and len(none) == len(status)
 
 
 def test_status_bad_input():
@@ -237,10 +237,40 @@ def test_a_reading_beaten_beyond_the_margin_fails_and_one_clear_of_it_holds():
     from fedtrain.fig6_checks import FAILS, HOLDS
 
     def plant(gap):
-        return lambda k, r, l: paper_like("MR-MTL", r, 1.0) - gap if k == "Local" and r == 0.5 else paper_like(k, r, l)
+        return lambda k, r, l: paper_like("MR-MTL", r, 1.0) - gap if k == "FedAvg" and r == 0.5 else paper_like(k, r, l)
 
     assert _by_name(fig6_checks(_grid(plant(-0.02)), 4.0), "(b) mask 0.5").verdict == FAILS
     assert _by_name(fig6_checks(_grid(plant(0.02)), 4.0), "(b) mask 0.5").verdict == HOLDS
+
+
+def test_local_above_mrmtls_grid_makes_mrmtl_local_so_mrmtl_is_the_best_only_as_a_tie():
+    """The one definition of the best λ (over {0} ∪ the grid; λ = 0 is Local): Local 0.02 above MR-MTL's best λ > 0
+    (beyond the margin) at mask 0.5 makes MR-MTL's best λ 0, MR-MTL equal to Local there, and "MR-MTL is the best" a
+    tie with Local, not a failure and not a hold; the table and the figure say λ = 0 (Local)."""
+    from fedtrain.fig6_checks import TIE, best_lambda_text
+
+    def plant(k, r, l):
+        return paper_like("MR-MTL", r, 1.0) + 0.02 if k == "Local" and r == 0.5 else paper_like(k, r, l)
+
+    rows = _grid(plant)
+    c = _by_name(fig6_checks(rows, 4.0), "(b) mask 0.5")
+    assert c.verdict == TIE and "MR-MTL" in c.detail and "λ = 0 (Local)" in c.detail, c.detail
+    cell = fig6_table(rows, 4.0)[("MR-MTL", 0.5)]
+    assert cell["lam"] == 0.0 and cell["end"] == "Local" and cell["grid"]["lam"] == 1.0
+    assert best_lambda_text(cell) == "λ = 0 (Local)"
+    assert best_lambda_text(fig6_table(rows, 4.0)[("MR-MTL", 0.25)]) == "λ = 1"
+
+
+def test_labels_and_lambda_facts_come_from_the_registry():
+    from fedtrain.fig6_checks import FAMILIES, KINDS, LAMBDA_ENDS, family_label
+    from fedtrain.methods.registry import method_spec
+
+    assert KINDS == tuple(family_label(f) for f in FAMILIES)
+    assert family_label("ifca-mrmtl") == method_spec("ifca").label + " → " + method_spec("mrmtl").label
+    # the λ profiles are exactly the families of the methods that take λ
+    lam_families = [f for f in FAMILIES if f in ("mrmtl", "ifca-mrmtl") and method_spec(f).uses_lambda]
+    assert list(LAMBDA_ENDS) == [family_label(f) for f in lam_families]
+    assert not any(method_spec(f).uses_lambda for f in ("local", "fedavg", "ifca"))
 
 
 def test_grid_checks_are_kept_apart_from_the_papers_readings():
@@ -252,7 +282,7 @@ def test_grid_checks_are_kept_apart_from_the_papers_readings():
 
 
 def test_verdict_bad_input():
-    from fedtrain.fig6_checks import PaperCheck, verdict
+    from fedtrain.claim_check import ClaimCheck as PaperCheck, verdict
 
     with pytest.raises(ValueError, match="margin"):
         verdict(0.1, -1.0)

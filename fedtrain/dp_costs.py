@@ -1,0 +1,119 @@
+"""What DP costs a method, split into clipping and noise: no DP → clip only → private.
+
+MR-MTL's advantage (the MR-MTL paper, Sec. 4 and Fig. 6) is that averaging the silos' models cancels part of each
+silo's DP-SGD *noise*; it does nothing for the bias that per-example clipping adds.  So every figure of the deep
+chapter states, for the runs it shows, how much of what DP costs is clipping and how much is noise:
+
+    clipping cost = acc(no DP) − acc(clip only),    noise cost = acc(clip only) − acc(private),
+
+where *clip only* is the same run with the same clipping at ``C`` and a noise calibrated to a huge ε (10⁶: a
+negligible noise multiplier).  A setting where the clipping cost exceeds the noise cost is **clipping-bound**: it
+cannot show a mechanism that averages noise away.
+
+Two sources (:class:`DPCosts` records which):
+
+* :func:`probe_costs`: the regime probes of Local (:mod:`fedtrain.regime`, committed as
+  ``benchmarks/regime_probes.json``): one seed, 8 silos, three runs that differ only in ε (the no-DP run at the same
+  η); what the clipping-bound grids have;
+* :func:`fedtrain.fig6_checks.grid_costs`: a tuned grid's clip-only controls (one per method's best private
+  configuration, at every mask ratio and seed), with the grid's own private and no-DP runs over the same seeds; the
+  no-DP run is the method at the same λ without DP, at the η tuned for no DP, so that the "clipping cost" there is
+  the cost of clipping and of the smaller η that noise asks for.
+
+The accuracy is the test accuracy, a mean over silos; differences below about two binomial standard errors of the
+test set are not resolved (the probes: 2,000 test images, SE ≈ 0.011 each).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+__all__ = ["DPCosts", "PROBES_FILE", "load_probes", "probe_costs", "costs_table"]
+
+#: The committed regime probes (``python -m fedtrain.regime --pack benchmarks/regime_probes.json``).
+PROBES_FILE = Path(__file__).resolve().parents[1] / "benchmarks" / "regime_probes.json"
+
+
+@dataclass(frozen=True)
+class DPCosts:
+    """One method's accuracy at one setting without DP (``nodp``), with clipping only (``clip_only``) and privately
+    (``private``, at ``eps``), as means over ``seeds`` seeds; ``label`` the method, ``setting`` the cell (e.g.
+    ``"mask 0.5"``), ``source`` where the three numbers come from."""
+
+    label: str
+    setting: str
+    eps: float
+    nodp: float
+    clip_only: float
+    private: float
+    seeds: int
+    source: str
+
+    @property
+    def clip_cost(self) -> float:
+        """Accuracy lost to clipping: no DP − clip only."""
+        return self.nodp - self.clip_only
+
+    @property
+    def noise_cost(self) -> float:
+        """Accuracy lost to the noise: clip only − private."""
+        return self.clip_only - self.private
+
+    @property
+    def limit(self) -> str:
+        """``"noise"`` where the noise costs at least as much as the clipping (noise-bound), else ``"clipping"``."""
+        return "noise" if self.noise_cost >= self.clip_cost else "clipping"
+
+    def text(self) -> str:
+        """One line: ``"Local, mask 0.5: 0.688 → 0.493 → 0.406 (clipping 0.195, noise 0.087: clipping-bound)"``."""
+        return (f"{self.label}, {self.setting}: {self.nodp:.3f} → {self.clip_only:.3f} → {self.private:.3f} "
+                f"(clipping {self.clip_cost:.3f}, noise {self.noise_cost:.3f}: {self.limit}-bound)")
+
+
+def load_probes(path: "str | Path | None" = None) -> dict:
+    """The committed regime probes (default :data:`PROBES_FILE`); a missing or unreadable file raises
+    ``FileNotFoundError`` / ``ValueError`` saying which file, where it was looked for and how to make it."""
+    path = Path(path) if path is not None else PROBES_FILE
+    how = ("it is committed with the repository; recompute it with python -m fedtrain.regime, then "
+           "python -m fedtrain.regime --pack benchmarks/regime_probes.json")
+    if not path.is_file():
+        raise FileNotFoundError(f"regime probes file {path.name} not found (looked for {path}); {how}")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"regime probes file {path} is unreadable ({exc}); {how}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list) or "fixed" not in doc:
+        raise ValueError(f"regime probes file {path} lacks its rows or its fixed settings; {how}")
+    return doc
+
+
+def probe_costs(*, lr: float, clip: float, train_per_silo: int = 500, doc: "dict | None" = None) -> list[DPCosts]:
+    """Local's :class:`DPCosts` at the probed setting (η = ``lr``, clip ``clip``, ``train_per_silo`` images a silo),
+    one per probed mask ratio, ascending, from the regime probes (``doc``: :func:`load_probes`, read when not
+    given).  ``ValueError`` if the probes hold no such setting."""
+    doc = load_probes() if doc is None else doc
+    fixed = doc["fixed"]
+    rows = sorted((r for r in doc["rows"] if r["lr"] == lr and r["clip"] == clip
+                   and r["train_per_silo"] == train_per_silo), key=lambda r: r["mask_ratio"])
+    if not rows:
+        have = sorted({(r["lr"], r["clip"], r["train_per_silo"]) for r in doc["rows"]})
+        raise ValueError(f"the regime probes hold no setting lr={lr!r}, clip={clip!r}, train_per_silo="
+                         f"{train_per_silo!r}; they hold (lr, clip, train_per_silo) in {have}")
+    source = (f"regime probes: Local, {fixed['num_silos']} silos, seed {fixed['seed']}, η = {lr:g}, C = {clip:g}, "
+              f"{train_per_silo} images a silo, clip only at ε = {fixed['clip_only_eps']:g}")
+    return [DPCosts(f"Local (η = {lr:g}, C = {clip:g})", f"mask {r['mask_ratio']:g}", float(fixed["private_eps"]), r["acc_nodp"],
+                    r["acc_clip_only"], r["acc_private"], 1, source) for r in rows]
+
+
+def costs_table(costs: Sequence[DPCosts]) -> str:
+    """The costs as a Markdown table: method, cell, ε, no DP, clip only, private, the two costs, what limits."""
+    if not costs:
+        raise ValueError("costs must hold at least one DPCosts")
+    out = ["| method | cell | ε | no DP | clip only | private | clipping cost | noise cost | limited by | seeds |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for c in costs:
+        out.append(f"| {c.label} | {c.setting} | {c.eps:g} | {c.nodp:.3f} | {c.clip_only:.3f} | {c.private:.3f} | "
+                   f"{c.clip_cost:+.3f} | {c.noise_cost:+.3f} | {c.limit} | {c.seeds} |")
+    return "\n".join(out)

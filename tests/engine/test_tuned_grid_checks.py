@@ -1,0 +1,154 @@
+"""The checks and the DP-cost decomposition on the noise-bound *tuned* grids (``fig6-fashion-tuned``,
+``fig3d-fashion-tuned``), which are committed block by block: planted tuning rows define the grid (no store read),
+planted results of part of it are read on complete blocks only, and the clip-only controls give each method's
+no DP / clip only / private decomposition."""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pytest
+
+from fedtrain.claim_check import FAILS, HOLDS, PENDING, TIE
+from fedtrain.fig3d_checks import complete_rows, fig3d_kind, fig3d_status
+from fedtrain.fig6_checks import complete_blocks, fig6_kind, fig6_status, grid_costs
+from fedtrain.deep_grids import REAL_IMAGE_GRIDS, deep_grid, method_family
+
+
+def _row(c, value):
+    return SimpleNamespace(config=c, test_metric=value, diverged=False, metric="accuracy")
+
+
+def _tuned(grid):
+    """The tuned grid's configurations, from planted validation accuracies of its tuning grid: the larger η wins
+    without DP, the smaller with DP; λ = 0.1 is the best private λ."""
+    tune = REAL_IMAGE_GRIDS[grid]["tuned_by"]
+    rows = [_row(c, 0.5 + (0.01 if c.lr in (0.01, 0.3) else 0.0) + (0.02 if c.lam == 0.1 else 0.0))
+            for c in deep_grid(tune)]
+    return deep_grid(grid, tuning=rows)
+
+
+FIG6 = _tuned("fig6-fashion-tuned")
+FIG3D = _tuned("fig3d-fashion-tuned")
+CLIP_ONLY = REAL_IMAGE_GRIDS["fig6-fashion-tuned"]["clip_only_eps"]
+
+
+def test_the_planted_tuning_defines_the_tuned_grids_with_their_controls():
+    assert len(FIG6) == 156 and sum(c.eps == CLIP_ONLY for c in FIG6) == 36
+    assert len(FIG3D) == 80 and sum(c.eps == CLIP_ONLY for c in FIG3D) == 10
+    assert {c.lr for c in FIG6 if math.isfinite(c.eps)} == {0.01} and {c.lr for c in FIG6 if math.isinf(c.eps)} == {0.3}
+    assert {c.clip for c in FIG6} == {8.0} and {c.delta for c in FIG3D} == {1e-4}
+
+
+def _fig6_acc(c):
+    """Noise-bound planted accuracies: no DP 0.75, clip only 0.70, private 0.55 (+0.03 for MR-MTL, whose averaging
+    cancels noise); seed 1 0.004 above seed 0."""
+    base = 0.75 if math.isinf(c.eps) else (0.70 if c.eps == CLIP_ONLY else 0.55)
+    bonus = 0.03 if c.method == "mrmtl" and c.lam == 0.1 and math.isfinite(c.eps) and c.eps != CLIP_ONLY else 0.0
+    return base + bonus + (0.002 if c.seed else -0.002)
+
+
+def test_fig6_reads_complete_blocks_of_a_partial_tuned_grid_and_leaves_the_rest_pending():
+    # seed 0 complete at every mask (and its controls); seed 1 only at mask 0, one run short
+    missing = next(c for c in FIG6 if c.seed == 1 and c.eps == 4.0 and c.method == "ifca")
+    keep = [c for c in FIG6 if (c.seed == 0 or _mask(c) == 0.0) and c is not missing]
+    rows = [_row(c, _fig6_acc(c)) for c in keep]
+    kept, counts = complete_blocks(rows, FIG6, 4.0)
+    assert counts[(0.0, 1)] == (9, 10) and counts[(0.25, 1)] == (0, 10) and counts[(0.5, 0)] == (10, 10)
+    assert {c.config.seed for c in kept} == {0} and len(kept) == 30
+    status = fig6_status(rows, FIG6, 4.0)
+    assert all(s.verdict != PENDING for s in status) and all("(1 seed)" in s.detail for s in status[:3])
+    # the controls are a privacy level of their own, never mixed into the checks' cells
+    assert not any(r.config.eps == CLIP_ONLY for r in kept)
+    # only seed 0's mask-0 block at eps 4 is in, nothing at mask 0.25 and 0.5 for seed 1: still read, 1 seed
+    only = [r for r in rows if r.config.seed == 0 and _mask(r.config) == 0.0]
+    st = fig6_status(only, FIG6, 4.0)
+    assert [s.verdict for s in st if s.name.startswith("(b)")] == [PENDING, PENDING]
+
+
+def _mask(c):
+    return float(c.dataset_options.get("mask_ratio", 0.0))
+
+
+def test_grid_costs_decompose_every_method_on_complete_seeds_only():
+    rows = [_row(c, _fig6_acc(c)) for c in FIG6]
+    costs = grid_costs(rows, CLIP_ONLY)
+    assert len(costs) == 6 * 3  # each method's best private configuration, at each mask ratio
+    for d in costs:
+        assert d.seeds == 2 and d.eps == 4.0 and d.setting.startswith("mask ")
+        assert math.isclose(d.nodp, 0.75) and math.isclose(d.clip_only, 0.70)
+        assert d.limit == "noise" and math.isclose(d.clip_cost, 0.05)
+    mr = [d for d in costs if d.label.startswith("MR-MTL")]
+    assert mr and all("λ = 0.1, η = 0.01" in d.label and math.isclose(d.noise_cost, 0.12) for d in mr)
+    # planted away: clipping costs more than noise -> clipping-bound
+    clip = [_row(c, 0.60 if c.eps == CLIP_ONLY else _fig6_acc(c)) for c in FIG6]
+    assert {d.limit for d in grid_costs(clip, CLIP_ONLY)} == {"clipping"}
+    # a partial grid: a control without its private run (or its no-DP run) gives nothing for that seed
+    gone = {c.key() for c in FIG6 if c.seed == 1 and c.eps == 4.0}
+    part = grid_costs([r for r in rows if r.config.key() not in gone], CLIP_ONLY)
+    assert len(part) == 18 and {d.seeds for d in part} == {1}
+    assert grid_costs([r for r in rows if r.config.eps != CLIP_ONLY], CLIP_ONLY) == []
+
+
+def test_fig3d_tuned_leaves_its_controls_out_of_the_privacy_levels_and_decomposes_at_every_eps():
+    def acc(c):
+        base = {"Local": 0.70, "FedAvg": 0.55, "Finetune": 0.72, "MR-MTL": 0.70, "IFCA": 0.6}[fig3d_kind(c)]
+        noise = 0.0 if math.isinf(c.eps) or c.eps == CLIP_ONLY else 0.2 / c.eps
+        return base - noise + (0.05 if c.method == "mrmtl" and c.lam == 0.1 else 0.0) + (0.002 if c.seed else -0.002)
+
+    rows = [_row(c, acc(c)) for c in FIG3D]
+    status = fig3d_status(rows, FIG3D, clip_only_eps=CLIP_ONLY)
+    assert list(status) == [1.0, 2.0, 4.0, 8.0, math.inf]
+    assert all(cs[0].verdict == HOLDS for cs in status.values())
+    assert not any(r.config.eps == CLIP_ONLY for r in complete_rows(rows, FIG3D, clip_only_eps=CLIP_ONLY))
+    costs = grid_costs(rows, CLIP_ONLY)
+    assert {d.eps for d in costs} == {1.0, 2.0, 4.0, 8.0} and len(costs) == 5 * 4
+    assert all(d.setting == "all silos" and d.seeds == 2 for d in costs)
+    local = {d.eps: d for d in costs if d.label.startswith("Local")}
+    assert math.isclose(local[1.0].noise_cost, 0.2) and math.isclose(local[8.0].noise_cost, 0.025)
+    # one seed at eps = 2 missing a run: eps 2 pending, the other levels read
+    gone = next(c for c in FIG3D if c.eps == 2.0 and c.seed == 0 and c.method == "fedavg")
+    part = [r for r in rows if r.config is not gone and not (r.config.eps == 2.0 and r.config.seed == 1)]
+    st = fig3d_status(part, FIG3D, clip_only_eps=CLIP_ONLY)
+    assert all(c.verdict == PENDING for c in st[2.0]) and st[4.0][0].verdict == HOLDS
+
+
+def test_without_clip_only_eps_the_controls_would_be_read_as_a_privacy_level():
+    rows = [_row(c, 0.5) for c in FIG3D]
+    assert CLIP_ONLY in fig3d_status(rows, FIG3D)  # the reason clip_only_eps exists
+    assert method_family(FIG6[0]) in ("local", "fedavg", "ifca", "mrmtl", "ifca-local", "ifca-mrmtl")
+    assert fig6_kind(FIG6[0]) == "Local"
+
+
+def test_tuning_scores_say_what_each_eta_scored_and_which_was_chosen():
+    from fedtrain.fig6_checks import tuning_scores, tuning_table
+
+    tune = deep_grid("fig6-fashion-tune")
+    rows = [_row(c, 0.5 + (0.01 if c.lr in (0.01, 0.3) else 0.0) + (0.02 if c.lam == 0.1 else 0.0)) for c in tune]
+    scores = tuning_scores(rows)
+    assert len(scores) == 10 * 2  # 10 configurations (6 families, λ > 0 per λ) with and without DP
+    mr = next(s for s in scores if s["label"] == "MR-MTL" and s["lam"] == 0.1 and s["private"])
+    assert mr["scores"] == {0.01: pytest.approx(0.53), 0.03: pytest.approx(0.52)} and mr["chosen"] == 0.01 and mr["best"]
+    assert not next(s for s in scores if s["label"] == "MR-MTL" and s["lam"] == 1.0 and s["private"])["best"]
+    assert {s["chosen"] for s in scores if not s["private"]} == {0.3}
+    table = tuning_table(rows)
+    assert "**η = 0.01: 0.530**" in table and table.count("\n") == 1 + len(scores)
+    with pytest.raises(ValueError, match="tuning grid"):
+        tuning_table([])
+
+
+def test_a_figure_shows_the_clipping_bound_grid_until_its_tuned_grid_is_committed():
+    from fedtrain.fig6_checks import committed_grid, shown_grid
+
+    empty = SimpleNamespace(manifest={"files": {}}, root=None)
+    g = shown_grid(empty, "fig6")
+    assert g["grid"] == "fig6-fashion" and g["regime"] == "clipping-bound" and g["rows"] == []
+    assert len(g["configs"]) == len(deep_grid("fig6-fashion")) and g["clip_only_eps"] is None
+    assert committed_grid(empty, "fig3d-fashion-tuned") is None and not g["tuned_committed"]
+    # a tuned grid's file without its whole tuning grid is not read (the tuned grid is defined by the tuning)
+    half = SimpleNamespace(manifest={"files": {"hetero-fashion-tuned.json.gz": {"grid": "fig3d-fashion-tuned"},
+                                               "hetero-fashion-tune.json.gz": {"grid": "fig3d-fashion-tune",
+                                                                               "missing": 3}}}, root=None)
+    assert committed_grid(half, "fig3d-fashion-tuned") is None
+    with pytest.raises(ValueError, match="figure must be one of"):
+        shown_grid(empty, "fig5")
