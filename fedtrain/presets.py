@@ -14,7 +14,8 @@ code path depends on it except through these tables:
   results``) computes into a results store, and so what the committed store ``results/`` holds;
 * :data:`DEEP_FIGURES` (:func:`deep_grid`): the deep chapter's grids, among them the real-image grids on
   Fashion-MNIST (:data:`REAL_IMAGE_GRIDS`); :data:`FEDHDP_GRIDS` (:func:`fedhdp_grid`): FedHDP's claims on
-  real images.
+  real images; :data:`FEDHDP_SCALES` (:func:`fedhdp_scale_configs`): its claims on the digit stand-in;
+  :data:`FEDHDP_COMMITTED` (:func:`fedhdp_committed_configs`): FedHDP's grids in the committed store.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from fedtheory.validation import check_integer_at_least, check_positive
 from fedtrain.data.cifar_hetero import CIFAR10_TRAIN_PER_CLASS, PAPER_NUM_SILOS
 from fedtrain.clientdp.accounting import group_epsilon, group_event
 from fedtrain.clientdp.config import FedHDPConfig, method_configs
-from fedtrain.methods.registry import method_spec
+from fedtrain.methods.registry import CLIENT_METHODS, method_spec
 from fedtrain.sweep import expand_grid, repeat_configs
 
 __all__ = ["PAPER_DEFAULTS", "LAMBDA_GRID", "LR_GRID", "STANDIN_PRESETS", "paper_defaults", "FULL_ENV", "full_scale",
@@ -35,7 +36,8 @@ __all__ = ["PAPER_DEFAULTS", "LAMBDA_GRID", "LR_GRID", "STANDIN_PRESETS", "paper
            "THEORY_SETUP", "THEORY_GRIDS", "RESULTS_PRESETS", "DATASET_FIGURES", "grid_note", "book_grid",
            "theory_grid",
            "DEEP_FIGURES", "deep_grid", "deep_grid_note", "REAL_IMAGE_GRIDS", "FEDHDP_GRIDS",
-           "fedhdp_noise_for_epsilon", "fedhdp_grid", "method_family", "tuned_settings"]
+           "fedhdp_noise_for_epsilon", "fedhdp_grid", "method_family", "tuned_settings", "FEDHDP_SCALES",
+           "fedhdp_scale_configs", "FEDHDP_COMMITTED", "fedhdp_committed_configs"]
 
 from fedtrain.config import paper_defaults
 from fedtrain.paper import LAMBDA_GRID, LR_GRID, PAPER_DEFAULTS, STANDIN_PRESETS
@@ -561,7 +563,7 @@ def fedhdp_noise_for_epsilon(epsilon: float, *, sample_rate: float, rounds: int,
 def fedhdp_grid(name: str = "claims-fashion", *, datasets=None, seeds=None) -> list:
     """The :class:`~fedtrain.clientdp.config.FedHDPConfig` list of :data:`FEDHDP_GRIDS` ``[name]`` (baselines once per
     seed, FedHDP at every ratio; z calibrated with :func:`fedhdp_noise_for_epsilon`), for
-    :func:`fedtrain.fedhdp.experiments.run_experiment`; ``datasets`` / ``seeds`` restrict it."""
+    :func:`fedtrain.sweep.run_sweep`; ``datasets`` / ``seeds`` restrict it."""
     if name not in FEDHDP_GRIDS:
         raise ValueError(f"name must be one of {', '.join(map(repr, FEDHDP_GRIDS))} (got {name!r})")
     g = FEDHDP_GRIDS[name]
@@ -575,3 +577,71 @@ def fedhdp_grid(name: str = "claims-fashion", *, datasets=None, seeds=None) -> l
                                     noise_multiplier=z, delta=g["delta"], accountant=g["accountant"]):
                 out += [c.replace(seed=int(seed)) for seed in (g["seeds"] if seeds is None else seeds)]
     return out
+
+
+# --------------------------------------------------------------------------------------------------
+# FedHDP's claims on the digit stand-in, and FedHDP's committed grids
+# --------------------------------------------------------------------------------------------------
+#: FedHDP's experiment scales on the non-IID digits (:func:`fedhdp_scale_configs`; the claims they test:
+#: :mod:`fedtrain.fedhdp.experiments`).  ``"claims"``: the structure of non-IID MNIST (2,000 clients, one class each, 30
+#: samples, q = 0.05, ~100 clients per round, 5 % opt-outs, Table 6's FC network, Table 7's learning rates and adaptive
+#: clipping) on scikit-learn's 8×8 digits, 100 rounds of 2 local epochs instead of 500 of 25, z = 5 (the paper's ratio
+#: of the noise norm on the private average to the clipping norm, ``z √D / (q N_p)`` = 3.2); ``"chapter"``: 400
+#: clients, q = 0.1, 30 rounds of 1 epoch, z = 2 (the same ratio): seconds per run.
+FEDHDP_SCALES: dict[str, dict] = {
+    "claims": {
+        "data": dict(num_clients=2000, samples_per_client=30, test_per_client=10),
+        "train": dict(rounds=100, sample_rate=0.05, local_epochs=2, noise_multiplier=5.0, lam_private=0.005,
+                      lam_nonprivate=0.005),
+        "ratios": (0.0, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5),
+        "seeds": (0, 1, 2),
+    },
+    "chapter": {
+        "data": dict(num_clients=400, samples_per_client=30, test_per_client=10),
+        "train": dict(rounds=30, sample_rate=0.1, local_epochs=1, noise_multiplier=2.0, lam_private=0.005,
+                      lam_nonprivate=0.005),
+        "ratios": (0.0, 0.05, 0.2),
+        "seeds": (0, 1, 2),
+    },
+}
+
+
+def fedhdp_scale_configs(scale: str, dataset: str = "noniid-digits", *, seeds=None, ratios=None,
+                         methods=CLIENT_METHODS) -> list[FedHDPConfig]:
+    """The configurations of :data:`FEDHDP_SCALES` ``[scale]`` on one dataset: the methods without the weight ratio r
+    once, those with it at every ratio (registry); × seeds.  ``seeds`` / ``ratios`` / ``methods`` restrict it."""
+    if scale not in FEDHDP_SCALES:
+        raise ValueError(f"scale must be one of {', '.join(map(repr, FEDHDP_SCALES))} (got {scale!r})")
+    s = FEDHDP_SCALES[scale]
+    seeds = s["seeds"] if seeds is None else seeds
+    ratios = s["ratios"] if ratios is None else ratios
+    out: list[FedHDPConfig] = []
+    for method in methods:
+        for c in method_configs(method, ratios, dataset=dataset, dataset_options=dict(s["data"]), **s["train"]):
+            out += [c.replace(seed=int(seed)) for seed in seeds]
+    return out
+
+
+#: FedHDP's grids whose rows the committed results store ``results/`` holds, one file ``<name>.json.gz`` each
+#: (:func:`fedtrain.book_results.pack_client_grid`): the claims at scale ``"claims"`` on both digit datasets, and the
+#: real-image grid ``claims-fashion`` (:data:`FEDHDP_GRIDS`).  ``compute``: the command that computes the rows into a
+#: working store; ``pack``: the one that packs them into ``results/``.
+FEDHDP_COMMITTED: dict[str, dict[str, Any]] = {
+    "fedhdp-claims-digits": dict(scale="claims", datasets=("noniid-digits", "noniid-digits-skewed"),
+                                 compute="fedtrain fedhdp-claims --scale claims --results STORE",
+                                 pack="fedtrain fedhdp-claims --scale claims --results STORE --pack results"),
+    "fedhdp-claims-fashion": dict(grid="claims-fashion", datasets=FEDHDP_GRIDS["claims-fashion"]["datasets"],
+                                  compute="python benchmarks/run_real_image_grids.py claims-fashion --store STORE",
+                                  pack="fedtrain fedhdp-claims --grid claims-fashion --results STORE --pack results"),
+}
+
+
+def fedhdp_committed_configs(name: str) -> list[FedHDPConfig]:
+    """The configurations of committed FedHDP grid ``name`` (:data:`FEDHDP_COMMITTED`), in the order its file holds
+    them: :func:`fedhdp_scale_configs` of its scale on each dataset, or :func:`fedhdp_grid` of its grid."""
+    if name not in FEDHDP_COMMITTED:
+        raise ValueError(f"name must be one of {', '.join(map(repr, FEDHDP_COMMITTED))} (got {name!r})")
+    spec = FEDHDP_COMMITTED[name]
+    if "grid" in spec:
+        return fedhdp_grid(spec["grid"])
+    return [c for ds in spec["datasets"] for c in fedhdp_scale_configs(spec["scale"], ds)]
