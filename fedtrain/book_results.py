@@ -15,7 +15,7 @@ The experiments layer above :mod:`fedtrain.results` (which stores and reads rows
   next to the preset's files, complete or not: the file's header and its manifest entry say how many of the grid's
   runs it holds and which are missing, and packing again with more rows replaces it;
 * :func:`pack_client_grid`, :func:`client_grid_rows` and :func:`client_grid_header`: FedHDP's committed grids
-  (:data:`fedtrain.presets.FEDHDP_COMMITTED`, privacy unit: a client) packed into the same store, under the same
+  (:data:`fedtrain.client_presets.FEDHDP_COMMITTED`, privacy unit: a client) packed into the same store, under the same
   manifest, with the same checks on reading (engine version, SHA-256, each row's digest and recomputed privacy
   claim, :class:`~fedtrain.results.CommittedStore`) and read through :class:`BookStore` like every other chapter's
   rows.
@@ -483,7 +483,7 @@ def client_grid_digest(name: str) -> str:
 
 def pack_client_grid(name: str, *, work: str | os.PathLike, out: str | os.PathLike | None = None,
                      command: str | None = None, header: dict | None = None) -> dict:
-    """Pack committed FedHDP grid ``name`` (:data:`fedtrain.presets.FEDHDP_COMMITTED`) from the working store
+    """Pack committed FedHDP grid ``name`` (:data:`fedtrain.client_presets.FEDHDP_COMMITTED`) from the working store
     ``work`` into the committed store ``out`` (default ``results/``): ``<name>.json.gz``
     (:func:`~fedtrain.store.committed.pack_rows`: every row sealed, its privacy claim recomputed before it enters) and
     its entry in ``MANIFEST.json``, both written atomically.  Trains nothing; every run of the grid must be in

@@ -13,8 +13,8 @@ served from it on the next call.  Examples::
     fedtrain fedhdp-claims --scale claims --results ~/.cache/fedbook-runs/fedhdp-claims --pack results
     fedtrain fedhdp-claims --grid claims-fashion --results ~/.cache/fedbook-runs/claims-fashion --pack results
 
-``--scale`` (:data:`fedtrain.presets.FEDHDP_SCALES`) trains the runs the store lacks, through
-:func:`fedtrain.sweep.run_sweep`.  ``--grid`` (a real-image grid of :data:`fedtrain.presets.FEDHDP_GRIDS`) serves
+``--scale`` (:data:`fedtrain.client_presets.FEDHDP_SCALES`) trains the runs the store lacks, through
+:func:`fedtrain.sweep.run_sweep`.  ``--grid`` (a real-image grid of :data:`fedtrain.client_presets.FEDHDP_GRIDS`) serves
 every run from the store given with ``--results`` and trains nothing (the grid is computed by
 ``benchmarks/run_real_image_grids.py``); it refuses an incomplete grid unless ``--partial`` is given.  ``--pack DIR``
 packs the complete grid into the committed results store ``DIR`` (:func:`fedtrain.book_results.pack_client_grid`:
@@ -133,7 +133,7 @@ def _grid_command(args: argparse.Namespace) -> str:
 
 
 def _committed_name(args: argparse.Namespace) -> str:
-    """The committed FedHDP grid (:data:`fedtrain.presets.FEDHDP_COMMITTED`) a ``--pack`` of these arguments writes."""
+    """The committed FedHDP grid (:data:`fedtrain.client_presets.FEDHDP_COMMITTED`) a ``--pack`` of these arguments writes."""
     for name, spec in FEDHDP_COMMITTED.items():
         if (args.grid is not None and spec.get("grid") == args.grid) or \
                 (args.grid is None and spec.get("scale") == (args.scale or "claims")):

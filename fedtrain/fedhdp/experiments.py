@@ -1,9 +1,9 @@
 """The paper's non-IID experiments at CPU scale, and the checks of its claims 1-4.
 
-The experiments are grids of the presets (:data:`fedtrain.presets.FEDHDP_SCALES` on the digit stand-in,
-:data:`fedtrain.presets.FEDHDP_GRIDS` on real images; every setting is stated there, nothing else is tuned), run
+The experiments are grids of the presets (:data:`fedtrain.client_presets.FEDHDP_SCALES` on the digit stand-in,
+:data:`fedtrain.client_presets.FEDHDP_GRIDS` on real images; every setting is stated there, nothing else is tuned), run
 through :func:`fedtrain.sweep.run_sweep` like every other grid (:func:`run_experiment`); the committed rows are in
-the results store ``results/`` (:data:`fedtrain.presets.FEDHDP_COMMITTED`, read with
+the results store ``results/`` (:data:`fedtrain.client_presets.FEDHDP_COMMITTED`, read with
 :meth:`fedtrain.book_results.BookStore.client_rows`).
 
 Claims (the inventory's list; mean ± sd over seeds, :func:`check_claims`):
@@ -23,7 +23,7 @@ tie, not a hold, when the difference lies within 2 SE), a kind (:data:`PAPER_CLA
 :data:`PRIVACY_CHECK`) and, where it matters, what it can and cannot show (``scope``): claim 5 holds by
 construction at r = 1, so it tests the code, not FedHDP; claim 3 rests on the arg-max of a coarse ratio grid.
 
-The real-image grid ``claims-fashion`` (:data:`fedtrain.presets.FEDHDP_GRIDS`) is computed into a results store by
+The real-image grid ``claims-fashion`` (:data:`fedtrain.client_presets.FEDHDP_GRIDS`) is computed into a results store by
 ``benchmarks/run_real_image_grids.py``; :func:`grid_rows` serves it from there (training nothing) and
 ``fedtrain fedhdp-claims --grid claims-fashion --results DIR --pack results`` packs it with its provenance
 (:func:`grid_provenance`) into the committed store the book reads.
@@ -142,7 +142,7 @@ def grid_provenance(rows: Sequence[dict], grid: str, *, target_epsilon: float, c
     """What a packed grid records next to its runs (its header, :func:`fedtrain.book_results.pack_client_grid`), read
     from the rows themselves.
 
-    ``grid``: its name in :data:`fedtrain.presets.FEDHDP_GRIDS`; ``target_epsilon``: the ε its noise was calibrated
+    ``grid``: its name in :data:`fedtrain.client_presets.FEDHDP_GRIDS`; ``target_epsilon``: the ε its noise was calibrated
     to (that entry's ``target_epsilon``; ``ValueError`` unless positive and finite); ``command``: the
     command that writes the file; ``rows_commit``: the commit(s) of the code that computed the rows, for rows that
     do not record it (a row's ``provenance``, written by :meth:`fedtrain.results.ResultsStore.put`, names its commit;

@@ -88,6 +88,7 @@ LAYER_OF = {
     "fedtrain.sweep": "sweeps",
     "fedtrain.regime": "sweeps",
     "fedtrain.presets": "sweeps",
+    "fedtrain.client_presets": "sweeps",
     "fedtrain.book_results": "sweeps",
     "fedtrain.analysis": "sweeps",
     "fedtrain.figures": "experiments",
