@@ -91,6 +91,7 @@ LAYER_OF = {
     "fedtrain.presets": "sweeps",
     "fedtrain.deep_grids": "sweeps",
     "fedtrain.book_scale": "utilities",
+    "fedtrain.client_presets": "sweeps",
     "fedtrain.book_results": "sweeps",
     "fedtrain.analysis": "sweeps",
     "fedtrain.figures": "experiments",
