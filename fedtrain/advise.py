@@ -45,19 +45,26 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import shlex
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+
+from fedtheory.atomic_io import write_text_atomic
 from fedtrain import ledger
 from fedtrain.results import ResultsStore, jsonable
+from fedtrain.store.provenance import git_commit
 from fedtrain.sweep import load_config_data, run_sweep, summarize
 
 if TYPE_CHECKING:  # pragma: no cover - fedtheory.lambda_advisor pulls scipy.optimize: imported where used, so that
     from fedtheory.lambda_advisor import Advice, DirectionAdvice  # importing fedtrain.cli (`fedtrain run`) stays light
 
 __all__ = ["Prediction", "predict", "nearest_grid_error", "interpolated_error", "advise_and_check", "plot_check",
-           "configure_advise_parser", "run_advise", "code_commit", "write_check", "load_check",
+           "configure_advise_parser", "run_advise", "write_check", "load_check",
            "DEFAULT_CHECK_LAMS", "bracket_extension", "GRID_GROWTH",
            "PAPER_CHECK_LAMS"]
 
@@ -393,58 +400,31 @@ def plot_check(report, *, title: str = ""):
     return fig
 
 
-def code_commit() -> dict:
-    """The git commit of this code and whether the working tree had uncommitted changes (``None`` outside git)."""
-    import os
-    import subprocess
-
-    here = os.path.dirname(os.path.abspath(__file__))
-    try:
-        run = lambda *a: subprocess.run(["git", *a], capture_output=True, text=True, timeout=10, cwd=here)  # noqa: E731
-        head = run("rev-parse", "HEAD").stdout.strip() or None
-        dirty = bool(run("status", "--porcelain", "--untracked-files=no").stdout.strip()) if head else None
-    except (OSError, subprocess.SubprocessError):
-        head, dirty = None, None
-    return {"commit": head, "dirty": dirty}
-
-
 def write_check(report, path, *, command: str, seconds: float, settings: dict, data_summary=None,
-                commit: dict | None = None) -> None:
-    """Write ``report`` with its provenance to ``path`` as JSON, atomically (temporary file + rename): the command,
-    the git commit of the code when the computation started (``commit``, from :func:`code_commit`; taken now if
-    not given) and whether the tree had uncommitted changes, the seconds it took and this process's CPU seconds,
-    the settings, and the data's name and SHA-256."""
-    import os
-    import tempfile
-    import time
-
-    commit = code_commit() if commit is None else commit
+                commit: str | None = None) -> None:
+    """Write ``report`` with its provenance to ``path`` as JSON, atomically (:func:`fedtheory.atomic_io.write_text_atomic`):
+    the command, the git commit of the code when the computation started (``commit``, from
+    :func:`fedtrain.store.provenance.git_commit`, the one provenance of every stored result: ``+dirty`` when
+    ``fedtrain/`` or ``fedtheory/`` had uncommitted changes, ``$FEDBOOK_COMMIT`` on a copied tree; taken now if not
+    given) and whether the tree had uncommitted changes (``None``: not known, a copy or no git), the seconds it took
+    and this process's CPU seconds, the settings, and the data's name and SHA-256."""
+    commit = git_commit() if commit is None else commit
     data = None
     if data_summary is not None:
         data = {k: data_summary.get(k) for k in ("name", "real", "num_silos", "dim", "sha256")}
-    doc = {"command": command, "commit": commit["commit"], "uncommitted_changes": commit["dirty"],
+    known = commit != "unknown" and not commit.endswith(" (copy)")
+    doc = {"command": command, "commit": commit, "uncommitted_changes": commit.endswith("+dirty") if known else None,
            "seconds": round(float(seconds), 1),
            "cpu_seconds": round(time.process_time(), 1), "settings": settings,
            "data": data, "advice": report}
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(jsonable(doc), fh, indent=1, allow_nan=False)
-            fh.write("\n")
-        os.chmod(tmp, 0o644)   # a report to share (mkstemp makes it private)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    target = Path(path).resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(target, json.dumps(jsonable(doc), indent=1, allow_nan=False) + "\n")
 
 
 def load_check(path) -> dict:
     """Read a report written by :func:`write_check` (``fedtrain advise --check --check-out FILE``); a missing file
     names where it was looked for and the command that makes it."""
-    import os
-
     if not os.path.exists(path):
         raise FileNotFoundError(f"advisor check report not found at {os.path.abspath(path)}; make it with "
                                 "`fedtrain advise --dataset school --eps 0.5,1,2 --lr 0.01 --lam "
@@ -461,7 +441,6 @@ def load_check(path) -> dict:
 def _command_line(args: argparse.Namespace) -> str:
     """The ``fedtrain advise`` command that reproduces ``args`` (every option given; ``--data-dir`` left out, the
     data being identified by its SHA-256 in the report)."""
-    import shlex
 
     def text(v):
         if isinstance(v, (list, tuple)):
@@ -484,10 +463,8 @@ def run_advise(args: argparse.Namespace, configs_from_args: Callable, out) -> in
     """Run ``fedtrain advise``; prints a table (or ``--json``); returns the exit status."""
     if list(args.method) != ["mrmtl"]:
         raise ValueError(f"fedtrain advise predicts MR-MTL's lambda; --method must be mrmtl (got {args.method})")
-    import time
-
     t0 = time.time()
-    commit = code_commit() if args.check_out else None   # the code that computes, not the code at write time
+    commit = git_commit() if args.check_out else None   # the code that computes, not the code at write time
     configs = configs_from_args(args)
     one_split = len({_split_key(c) for c in configs}) == 1
     data = load_config_data(configs[0], args.data_dir)
