@@ -323,50 +323,61 @@ def advise_and_check(data, configs, *, check: bool = True, store=None, progress=
             mean_gain_over_fedavg=float(first.advice.gain_over_fedavg.mean()),
             clip_saturation_lambda=float(np.median([p["model"][i].clip_saturation_lambda for p in preds.values()])))
         if check:
-            mine = [c for c in configs if float(c.eps) == eps]
-            added: list[float] = []
             sweep = lambda cs: run_sweep(cs, store=store, data=data if len(splits) == 1 else None,  # noqa: E731
                                          data_dir=data_dir, progress=progress)
-            rows = sweep(mine)
-            while True:   # extend the grid until it brackets the swept best and the prediction
-                best, curve = _best_lambda(rows)
-                more = bracket_extension(sorted({float(c.lam) for c in mine}), best, entry["predicted_lambda"])
-                if not more or len(added) >= MAX_GRID_EXTENSIONS:
-                    break
-                added += more
-                top = max(float(c.lam) for c in mine)
-                templates = [c for c in mine if float(c.lam) == top]   # one per split and seed
-                new = [c.replace(lam=lam) for lam in more for c in templates]
-                mine, rows = mine + new, list(rows) + list(sweep(new))
-            entry["grid_extended_with"] = sorted(added)
-            lams = sorted({float(c.lam) for c in mine})
-            by_split: dict[str, dict[float, float]] = {}
-            for c, r in zip(mine, rows):
-                by_split.setdefault(_split_key(c), {})[float(c.lam)] = float(r.test_metric)
-            table = np.array([[v.get(l, np.nan) for l in lams] for v in by_split.values()])   # (repeats, λ)
-            per_rep = [lams[int(np.nanargmin(row))] for row in table]
-            rng = np.random.default_rng(seed)
-            R = table.shape[0]
-            boot = [lams[int(np.nanargmin(np.nanmean(table[rng.integers(0, R, R)], axis=0)))]
-                    for _ in range(int(bootstrap))] if R > 1 else [best]
-            se = (np.nanstd(table, axis=0, ddof=1) / np.sqrt(R)).tolist() if R > 1 else [0.0] * len(lams)
-            near = interpolated_error(curve, entry["predicted_lambda"])
-            err_best = min(m for _, m in curve)
-            # the same excess per repeat (interpolated on each repeat's own curve, against the mean curve's best λ)
-            ib = lams.index(best)
             pred_of = {k: p["model"][i].predicted_lambda for k, p in preds.items()}
-            per_rep_excess = [interpolated_error(list(zip(lams, row)), pred_of.get(k, entry["predicted_lambda"]))
-                              / row[ib] - 1.0 for k, row in zip(by_split, table)]
-            entry.update(repeats=R, swept_lams=lams, swept_curve=curve, swept_curve_se=se, swept_best_lambda=best,
-                         swept_best_per_repeat=per_rep, swept_best_quantiles=_quantiles(boot),
-                         swept_error_at_predicted=near, excess_at_predicted=near / err_best - 1.0,
-                         excess_at_predicted_per_repeat=per_rep_excess,
-                         excess_at_unit_curvature=(interpolated_error(curve, entry["unit_curvature_lambda"])
-                                                   / err_best - 1.0))
-            capped = min(entry["predicted_lambda"], entry["clip_saturation_lambda"])
-            entry.update(capped_lambda=capped, excess_at_capped=interpolated_error(curve, capped) / err_best - 1.0)
+            entry.update(_swept_check([c for c in configs if float(c.eps) == eps], sweep, entry, pred_of,
+                                      bootstrap=bootstrap, seed=seed))
         report.append(entry)
     return report
+
+
+def _swept_check(mine: list, sweep: Callable, entry: dict, pred_of: dict, *, bootstrap: int, seed: int) -> dict:
+    """The check of one ε's prediction (``entry``, its ``predicted_lambda``, ``unit_curvature_lambda`` and
+    ``clip_saturation_lambda``) against the swept curve of its configurations ``mine`` (``sweep(configs)`` → their
+    rows): the grid extended until it brackets the swept best and the prediction (:func:`bracket_extension`), the
+    mean curve over the repeats with its standard error, the best λ per repeat and its bootstrap quantiles, and the
+    excess errors at the prediction (``pred_of``: each split's own), at unit curvature and at the capped λ: the
+    fields :func:`advise_and_check` adds with ``check``."""
+    added: list[float] = []
+    rows = sweep(mine)
+    while True:   # extend the grid until it brackets the swept best and the prediction
+        best, curve = _best_lambda(rows)
+        more = bracket_extension(sorted({float(c.lam) for c in mine}), best, entry["predicted_lambda"])
+        if not more or len(added) >= MAX_GRID_EXTENSIONS:
+            break
+        added += more
+        top = max(float(c.lam) for c in mine)
+        templates = [c for c in mine if float(c.lam) == top]   # one per split and seed
+        new = [c.replace(lam=lam) for lam in more for c in templates]
+        mine, rows = mine + new, list(rows) + list(sweep(new))
+    out: dict[str, Any] = {"grid_extended_with": sorted(added)}
+    lams = sorted({float(c.lam) for c in mine})
+    by_split: dict[str, dict[float, float]] = {}
+    for c, r in zip(mine, rows):
+        by_split.setdefault(_split_key(c), {})[float(c.lam)] = float(r.test_metric)
+    table = np.array([[v.get(l, np.nan) for l in lams] for v in by_split.values()])   # (repeats, λ)
+    per_rep = [lams[int(np.nanargmin(row))] for row in table]
+    rng = np.random.default_rng(seed)
+    R = table.shape[0]
+    boot = [lams[int(np.nanargmin(np.nanmean(table[rng.integers(0, R, R)], axis=0)))]
+            for _ in range(int(bootstrap))] if R > 1 else [best]
+    se = (np.nanstd(table, axis=0, ddof=1) / np.sqrt(R)).tolist() if R > 1 else [0.0] * len(lams)
+    near = interpolated_error(curve, entry["predicted_lambda"])
+    err_best = min(m for _, m in curve)
+    # the same excess per repeat (interpolated on each repeat's own curve, against the mean curve's best λ)
+    ib = lams.index(best)
+    per_rep_excess = [interpolated_error(list(zip(lams, row)), pred_of.get(k, entry["predicted_lambda"]))
+                      / row[ib] - 1.0 for k, row in zip(by_split, table)]
+    out.update(repeats=R, swept_lams=lams, swept_curve=curve, swept_curve_se=se, swept_best_lambda=best,
+               swept_best_per_repeat=per_rep, swept_best_quantiles=_quantiles(boot),
+               swept_error_at_predicted=near, excess_at_predicted=near / err_best - 1.0,
+               excess_at_predicted_per_repeat=per_rep_excess,
+               excess_at_unit_curvature=(interpolated_error(curve, entry["unit_curvature_lambda"])
+                                         / err_best - 1.0))
+    capped = min(entry["predicted_lambda"], entry["clip_saturation_lambda"])
+    out.update(capped_lambda=capped, excess_at_capped=interpolated_error(curve, capped) / err_best - 1.0)
+    return out
 
 
 def plot_check(report, *, title: str = ""):
