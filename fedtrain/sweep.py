@@ -294,19 +294,7 @@ def run_sweep(
             if isinstance(results, BaseException):
                 failures.append((batches[i], f"{type(results).__name__}: {results}"))
                 continue
-            if len(results) != len(chunk):
-                raise RuntimeError(f"runner returned {len(results)} results for {len(chunk)} configurations")
-            for c, r in zip(chunk, results):
-                if r.config.key() != c.key():
-                    raise RuntimeError(f"runner returned the result of another configuration ({r.config})")
-            for c, r in zip(chunk, results):
-                if not r.data:
-                    r.data = summaries[i]
-                elif data_identity(r.data) is None:
-                    r.data = {**r.data, "identity": summaries[i]["identity"]}
-                elif identity_digest(data_identity(r.data)) != identity_digest(summaries[i]["identity"]):
-                    raise RuntimeError(f"runner returned a result trained on other data ({data_identity(r.data)}) "
-                                       f"than the sweep loaded ({summaries[i]['identity']})")
+            _check_batch_results(chunk, results, summaries[i])
             for c, r in zip(chunk, results):  # the whole batch checked first: never a partial batch stored
                 if c.key() not in to_store[i]:
                     continue  # stored before (its batch-mates were not): the stored row stays
@@ -331,6 +319,26 @@ def run_sweep(
             row = store.get(c, identity_of[c.key()])
         rows.append(row)
     return rows
+
+
+def _check_batch_results(chunk: Sequence[RunConfig], results: Sequence["RunResult"], summary: dict) -> None:
+    """Check a runner's ``results`` for the batch ``chunk`` before anything of it is stored: one result per
+    configuration, each of its own configuration and trained on the data the sweep loaded (``summary``, the data's
+    :meth:`~fedtrain.data.base.FederatedData.summary`, which a result without a data record gets); ``RuntimeError``
+    otherwise."""
+    if len(results) != len(chunk):
+        raise RuntimeError(f"runner returned {len(results)} results for {len(chunk)} configurations")
+    for c, r in zip(chunk, results):
+        if r.config.key() != c.key():
+            raise RuntimeError(f"runner returned the result of another configuration ({r.config})")
+    for c, r in zip(chunk, results):
+        if not r.data:
+            r.data = summary
+        elif data_identity(r.data) is None:
+            r.data = {**r.data, "identity": summary["identity"]}
+        elif identity_digest(data_identity(r.data)) != identity_digest(summary["identity"]):
+            raise RuntimeError(f"runner returned a result trained on other data ({data_identity(r.data)}) "
+                               f"than the sweep loaded ({summary['identity']})")
 
 
 def repeat_config(config: RunConfig, r: int) -> RunConfig:
