@@ -57,7 +57,7 @@ from fedtrain.methods.registry import CLIENT, method_spec
 from fedtrain.results import ResultsStore, git_commit, row_key
 
 __all__ = ["PAPER_TABLE2", "SCALES", "method_configs", "experiment_configs", "run_experiment", "grid_rows", "load_results",
-           "load_provenance", "grid_provenance", "grid_setting", "opted_out_share", "save_results", "ClaimCheck", "check_claims", "format_checks",
+           "load_provenance", "grid_provenance", "grid_setting", "opted_out_share", "save_results", "check_claims", "format_checks",
            "HOLDS", "TIE", "FAILS", "PAPER_CLAIM", "IMPLEMENTATION_CHECK", "PRIVACY_CHECK", "CLAIM3_SCOPE", "CLAIM5_SCOPE",
            "best_ratio", "paper_comparison"]
 
