@@ -33,9 +33,9 @@ def plot_dp_costs(costs: Sequence[DPCosts], *, title: str = ""):
     for j, (name, attr, color) in enumerate(_STAGES):
         ax.barh(y + (1 - j) * h, [getattr(c, attr) for c in costs], height=h, color=color, label=name)
     for yi, c in zip(y, costs):
-        ax.text(1.01, yi, f"{c.limit}-bound: clipping {c.clip_cost:+.3f}, noise {c.noise_cost:+.3f}",
+        ax.text(1.01, yi, f"{c.limit}-bound:\nclipping {c.clip_cost:+.3f}\nnoise {c.noise_cost:+.3f}",
                 transform=ax.get_yaxis_transform(), va="center", fontsize=8)
-    ax.set_yticks(y, [f"{c.label}, {c.setting}" + ("" if c.seeds > 1 else " (1 seed)") for c in costs], fontsize=8)
+    ax.set_yticks(y, [f"{c.label}\n{c.setting}" + ("" if c.seeds > 1 else " (1 seed)") for c in costs], fontsize=8)
     ax.set_xlim(0, 1)
     ax.set_xlabel("test accuracy (fraction correct, mean over silos)")
     ax.grid(axis="x", alpha=0.3)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-__all__ = ["DPCosts", "PROBES_FILE", "load_probes", "probe_costs", "costs_table"]
+__all__ = ["DPCosts", "PROBES_FILE", "load_probes", "probe_costs", "every_probe", "costs_table"]
 
 #: The committed regime probes (``python -m fedtrain.regime --pack benchmarks/regime_probes.json``).
 PROBES_FILE = Path(__file__).resolve().parents[1] / "benchmarks" / "regime_probes.json"
@@ -105,6 +105,16 @@ def probe_costs(*, lr: float, clip: float, train_per_silo: int = 500, doc: "dict
               f"{train_per_silo} images a silo, clip only at ε = {fixed['clip_only_eps']:g}")
     return [DPCosts(f"Local (η = {lr:g}, C = {clip:g})", f"mask {r['mask_ratio']:g}", float(fixed["private_eps"]), r["acc_nodp"],
                     r["acc_clip_only"], r["acc_private"], 1, source) for r in rows]
+
+
+def every_probe(doc: "dict | None" = None) -> list[DPCosts]:
+    """Local's :class:`DPCosts` at every probed setting of the regime probes (``doc``: :func:`load_probes`, read when
+    not given), in the file's order, each labelled with its η, clip and images a silo."""
+    doc = load_probes() if doc is None else doc
+    eps = float(doc["fixed"]["private_eps"])
+    return [DPCosts(f"Local (η = {r['lr']:g}, C = {r['clip']:g}, {r['train_per_silo']} images)",
+                    f"mask {r['mask_ratio']:g}", eps, r["acc_nodp"], r["acc_clip_only"], r["acc_private"], 1,
+                    "regime probes") for r in doc["rows"]]
 
 
 def costs_table(costs: Sequence[DPCosts]) -> str:

@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.engine import RunResult
 
 __all__ = ["FAMILIES", "KINDS", "LAMBDA_ENDS", "family_label", "locate_lambda", "fig6_kind", "fig6_table",
-           "fig6_checks", "fold_lambda_ends", "ClaimCheck", "HOLDS", "TIE", "FAILS", "PENDING", "PAPER_READING", "GRID_CHECK", "verdict",
+           "fig6_checks", "fold_lambda_ends", "HOLDS", "TIE", "FAILS", "PENDING", "PAPER_READING", "GRID_CHECK", "verdict",
            "complete_blocks", "fig6_status", "fig6_status_html", "best_lambda_text", "grid_costs", "CHAPTER_GRIDS",
            "committed_grid", "shown_grid", "tuning_scores", "tuning_table"]
 

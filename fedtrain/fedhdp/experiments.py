@@ -52,7 +52,7 @@ from fedtrain.results import ResultsStore, git_commit, row_key
 from fedtrain.sweep import run_sweep
 
 __all__ = ["PAPER_TABLE2", "run_experiment", "grid_rows", "load_results",
-           "grid_provenance", "grid_setting", "opted_out_share", "ClaimCheck", "check_claims", "format_checks",
+           "grid_provenance", "grid_setting", "opted_out_share", "check_claims", "format_checks",
            "HOLDS", "TIE", "FAILS", "PAPER_CLAIM", "IMPLEMENTATION_CHECK", "PRIVACY_CHECK", "CLAIM3_SCOPE", "CLAIM5_SCOPE",
            "best_ratio", "paper_comparison"]
 

@@ -53,3 +53,12 @@ def test_tally_text_names_each_verdict_with_a_count():
     assert tally_text({"holds": 3, "tie": 7, "fails": 2, "pending": 0}) == "3 hold, 7 are ties and 2 fail"
     assert tally_text({"holds": 1, "tie": 1, "fails": 0, "pending": 0}) == "1 holds and 1 is a tie"
     assert tally_text({"holds": 0, "tie": 0, "fails": 0, "pending": 0}) == "none"
+
+
+def test_every_probe_is_one_decomposition_a_row():
+    from fedtrain.dp_costs import every_probe
+
+    doc = load_probes()
+    rows = every_probe(doc)
+    assert len(rows) == len(doc["rows"]) and all(d.seeds == 1 for d in rows)
+    assert {d.limit for d in rows} == {"clipping", "noise"}

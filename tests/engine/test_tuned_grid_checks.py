@@ -152,3 +152,27 @@ def test_a_figure_shows_the_clipping_bound_grid_until_its_tuned_grid_is_committe
     assert committed_grid(half, "fig3d-fashion-tuned") is None
     with pytest.raises(ValueError, match="figure must be one of"):
         shown_grid(empty, "fig5")
+
+
+def test_a_figure_shows_the_tuned_grid_once_a_whole_seed_of_it_is_committed(monkeypatch):
+    import fedtrain.fig6_checks as f6
+
+    seed0 = [_row(c, _fig6_acc(c)) for c in FIG6 if c.seed == 0 and _mask(c) == 0.0]
+    files = {"rotated-masked-fashion-tuned.json.gz": {"grid": "fig6-fashion-tuned"},
+             "rotated-masked-fashion-tune.json.gz": {"grid": "fig6-fashion-tune", "missing": 0}}
+    monkeypatch.setattr(f6, "grid_configs", lambda grid, root=None: FIG6)
+    store = SimpleNamespace(manifest={"files": files}, root=None, grid_rows=lambda grid: seed0)
+    g = f6.shown_grid(store, "fig6")
+    assert (g["grid"], g["regime"], g["clip_only_eps"]) == ("fig6-fashion-tuned", "noise-bound", CLIP_ONLY)
+    assert g["rows"] == seed0 and g["tuned_committed"]
+    # its controls are read by the decomposition, its private and no-DP runs by the checks (mask 0 only: pending rest)
+    assert {d.setting for d in grid_costs(g["rows"], g["clip_only_eps"])} == {"mask 0"}
+    st = fig6_status(g["rows"], g["configs"], 4.0)
+    assert [s.verdict for s in st if s.name.startswith("(b)")] == [PENDING, PENDING]
+    # nothing whole yet (only ε = 4 runs, one short): the clipping-bound grid is shown, the tuned grid said committed
+    part = [r for r in seed0 if r.config.eps == 4.0][1:]
+    short = SimpleNamespace(manifest={"files": files}, root=None, grid_rows=lambda grid: part if "tuned" in grid
+                            else [])
+    monkeypatch.setattr(f6, "grid_configs", lambda grid, root=None: FIG6 if "tuned" in grid else deep_grid(grid))
+    g = f6.shown_grid(short, "fig6")
+    assert g["grid"] == "fig6-fashion" and g["regime"] == "clipping-bound" and g["tuned_committed"]
