@@ -51,9 +51,20 @@ def test_extend_adds_the_eta_grid_clips_clip_only_controls_and_the_schedule(runn
     (["--select-every", "5"], "--select-every=5 puts IFCA's last private selection at round 46, past the last round 40"),
     (["--select-every", "0"], "--select-every must be an integer >= 1"),
 ])
-def test_bad_axes_are_one_line_errors_naming_the_argument(argv, start, tmp_path):
-    out = subprocess.run([sys.executable, str(SCRIPT), "fig6-fashion", "--store", str(tmp_path / "s"), *argv],
+def test_bad_axes_are_one_line_errors_naming_the_argument(argv, start, tmp_path, runner, capsys):
+    # in process (the script's main raises SystemExit with the message, which Python prints as the one line on
+    # stderr); the process itself is run once, below, for one of them
+    with pytest.raises(SystemExit) as exit_:
+        runner.main(["fig6-fashion", "--store", str(tmp_path / "s"), *argv])
+    lines = str(exit_.value.code).strip().splitlines()
+    assert exit_.value.code not in (0, None) and len(lines) == 1 and lines[0].startswith(start), exit_.value.code
+    assert not capsys.readouterr().err.strip()  # nothing else on stderr
+    assert not (tmp_path / "s").exists()  # refused before anything was restored or run
+
+
+def test_a_bad_axis_is_one_line_on_the_commands_stderr(tmp_path):
+    out = subprocess.run([sys.executable, str(SCRIPT), "fig6-fashion", "--store", str(tmp_path / "s"), "--lrs", ""],
                          capture_output=True, text=True)
     lines = out.stderr.strip().splitlines()
-    assert out.returncode != 0 and len(lines) == 1 and lines[0].startswith(start), out.stderr
-    assert not (tmp_path / "s").exists()  # refused before anything was restored or run
+    assert out.returncode != 0 and len(lines) == 1 and lines[0].startswith("--lrs must be a non-empty list"), out.stderr
+    assert not (tmp_path / "s").exists()
