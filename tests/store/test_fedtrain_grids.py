@@ -55,13 +55,27 @@ def test_extend_adds_the_eta_grid_clips_clip_only_controls_and_the_schedule(runn
     (["--select-every", "5"], "--select-every=5 puts IFCA's last private selection at round 46, past the last round 40"),
     (["--select-every", "0"], "--select-every must be an integer >= 1"),
 ])
-def test_bad_axes_are_one_line_errors_naming_the_argument(argv, start, tmp_path):
+def test_bad_axes_are_one_line_errors_naming_the_argument(argv, start, tmp_path, capsys):
+    # in process (the command's error path prints the one line and exits 2); the process itself is run once, below
+    from fedtrain.cli import main
+
+    try:
+        code = main(["grid", "fig6-fashion", "--store", str(tmp_path / "s"), *argv])
+    except SystemExit as exc:
+        code = exc.code
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("fedtrain grid: error: " + start), lines
+    assert not (tmp_path / "s").exists()  # refused before anything was restored or run
+
+
+def test_a_bad_axis_is_one_line_on_the_commands_stderr(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = subprocess.run([sys.executable, "-m", "fedtrain", "grid", "fig6-fashion", "--store", str(tmp_path / "s"),
-                          *argv], capture_output=True, text=True, env=env)
+                          "--lrs", ""], capture_output=True, text=True, env=env)
     lines = out.stderr.strip().splitlines()
-    assert out.returncode == 2 and len(lines) == 1 and lines[0].startswith("fedtrain grid: error: " + start), out.stderr
-    assert not (tmp_path / "s").exists()  # refused before anything was restored or run
+    assert out.returncode == 2 and len(lines) == 1, out.stderr
+    assert lines[0].startswith("fedtrain grid: error: --lrs must be a non-empty list"), out.stderr
+    assert not (tmp_path / "s").exists()
 
 
 def _archive(path: Path, rows: list[str]) -> None:
