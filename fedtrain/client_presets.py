@@ -139,7 +139,7 @@ FEDHDP_COMMITTED: dict[str, dict[str, Any]] = {
                                  compute="fedtrain fedhdp-claims --scale claims --results STORE",
                                  pack="fedtrain fedhdp-claims --scale claims --results STORE --pack results"),
     "fedhdp-claims-fashion": dict(grid="claims-fashion", datasets=FEDHDP_GRIDS["claims-fashion"]["datasets"],
-                                  compute="python benchmarks/run_real_image_grids.py claims-fashion --store STORE",
+                                  compute="fedtrain grid claims-fashion --store STORE",
                                   pack="fedtrain fedhdp-claims --grid claims-fashion --results STORE --pack results"),
 }
 

@@ -16,7 +16,7 @@ served from it on the next call.  Examples::
 ``--scale`` (:data:`fedtrain.client_presets.FEDHDP_SCALES`) trains the runs the store lacks, through
 :func:`fedtrain.sweep.run_sweep`.  ``--grid`` (a real-image grid of :data:`fedtrain.client_presets.FEDHDP_GRIDS`) serves
 every run from the store given with ``--results`` and trains nothing (the grid is computed by
-``benchmarks/run_real_image_grids.py``); it refuses an incomplete grid unless ``--partial`` is given.  ``--pack DIR``
+``fedtrain grid``); it refuses an incomplete grid unless ``--partial`` is given.  ``--pack DIR``
 packs the complete grid into the committed results store ``DIR`` (:func:`fedtrain.book_results.pack_client_grid`:
 ``results/fedhdp-claims-digits.json.gz`` or ``results/fedhdp-claims-fashion.json.gz`` under its manifest, a real-image
 grid with its provenance, :func:`~fedtrain.fedhdp.experiments.grid_provenance`), which the chapter reads.
@@ -147,19 +147,19 @@ def run_claims(args: argparse.Namespace) -> int:
     if args.grid is not None:
         if args.results is None:
             print(f"fedtrain fedhdp-claims: error: --grid {args.grid} needs --results DIR, the store the grid was computed "
-                  f"into (python benchmarks/run_real_image_grids.py {args.grid})", file=sys.stderr)
+                  f"into (fedtrain grid {args.grid})", file=sys.stderr)
             return 2
         configs = fedhdp_grid(args.grid)
         rows, missing = grid_rows(configs, args.results)
         if missing and not args.partial:
             print(f"fedtrain fedhdp-claims: error: the store {args.results} holds {len(rows)} of the {len(configs)} runs of "
                   f"grid {args.grid}; refusing to use an incomplete grid. Compute the rest with "
-                  f"'python benchmarks/run_real_image_grids.py {args.grid} --store {args.results}', or pass "
+                  f"'fedtrain grid {args.grid} --store {args.results}', or pass "
                   f"--partial to use the runs present.", file=sys.stderr)
             return 2
         if not rows:
             print(f"fedtrain fedhdp-claims: error: the store {args.results} holds none of the {len(configs)} runs of grid "
-                  f"{args.grid} (compute them with 'python benchmarks/run_real_image_grids.py {args.grid} --store "
+                  f"{args.grid} (compute them with 'fedtrain grid {args.grid} --store "
                   f"{args.results}')", file=sys.stderr)
             return 2
         datasets = tuple(FEDHDP_GRIDS[args.grid]["datasets"])

@@ -24,7 +24,7 @@ tie, not a hold, when the difference lies within 2 SE), a kind (:data:`PAPER_CLA
 construction at r = 1, so it tests the code, not FedHDP; claim 3 rests on the arg-max of a coarse ratio grid.
 
 The real-image grid ``claims-fashion`` (:data:`fedtrain.client_presets.FEDHDP_GRIDS`) is computed into a results store by
-``benchmarks/run_real_image_grids.py``; :func:`grid_rows` serves it from there (training nothing) and
+``fedtrain grid``; :func:`grid_rows` serves it from there (training nothing) and
 ``fedtrain fedhdp-claims --grid claims-fashion --results DIR --pack results`` packs it with its provenance
 (:func:`grid_provenance`) into the committed store the book reads.
 """
