@@ -11,7 +11,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 FULL ?= 0
 export FEDBOOK_FULL := $(FULL)
 
-.PHONY: venv test unit doctest nbval book browser lab clean results
+.PHONY: venv test unit slow doctest nbval book browser lab clean results
 
 venv:
 	@bash tools/setup_env.sh
@@ -22,14 +22,28 @@ venv:
 ## notebook in the book's jupyter-cache (tools/nbval_cache.py); the build (execute_notebooks: cache)
 ## renders those outputs and executes only a notebook whose code changed since.  The unit tests and nbval
 ## run on both cores (pytest-xdist; nbval by notebook, --dist loadfile).
+## Two chains run side by side (make -j2), so that neither core idles while the other works alone (the
+## book build and the browser test are mostly one process): test-unit, and test-book (doctests, nbval, the
+## build, the browser test and the lint).  Each chain's output is printed when that chain ends.
 NB_CACHE := _build/.jupyter_cache
 test: venv
-	$(PY) -m pytest -q -n 2 --dist loadgroup tests
+	@start=$$(date +%s); $(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-book \
+	  && echo "make test: $$(( $$(date +%s) - start )) s"
+
+## the two chains of `make test` (no set-up of their own: `make venv` first)
+.PHONY: test-unit test-book
+test-unit:
+	@start=$$(date +%s); $(PY) -m pytest -q -n 2 --dist loadgroup tests && echo "unit tests: $$(( $$(date +%s) - start )) s"
+
+test-book:
 	$(PY) -m pytest -q --doctest-modules fedtheory fedtrain
 	rm -rf $(NB_CACHE)
-	FEDBOOK_NB_CACHE=$(NB_CACHE) $(PY) -m pytest -q -n 2 --dist loadfile -p tools.nbval_cache --nbval-lax --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg book
+	@start=$$(date +%s); FEDBOOK_NB_CACHE=$(NB_CACHE) $(PY) -m pytest -q -n 2 --dist loadfile -p tools.nbval_cache \
+	  --nbval-lax --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg book \
+	  && echo "nbval: $$(( $$(date +%s) - start )) s"
 	@start=$$(date +%s); $(VENV)/bin/jupyter-book build . -W -n --keep-going && echo "book build: $$(( $$(date +%s) - start )) s"
-	FEDBOOK_BROWSER_BOOK=_build/html $(PY) -m pytest -q tests/book/test_browser_book.py tests/book/test_book_lint.py
+	@start=$$(date +%s); FEDBOOK_BROWSER_BOOK=_build/html $(PY) -m pytest -q tests/book/test_browser_book.py \
+	  tests/book/test_book_lint.py && echo "browser test and book lint: $$(( $$(date +%s) - start )) s"
 
 ## the browser test and the book lint alone, on the book already in _build/html
 browser: venv
@@ -37,6 +51,11 @@ browser: venv
 
 unit: venv
 	$(PY) -m pytest -q tests
+
+## the long checks `make test` leaves out, alone (FEDBOOK_SLOW=1; each has a faster equivalent in `make test`, see
+## the `slow` marker in tests/conftest.py): retraining committed real-image rows, the 320k-trial audit at ε = 2 and 4
+slow: venv
+	FEDBOOK_SLOW=1 $(PY) -m pytest -q -n 2 --dist loadgroup -m slow tests
 
 ## the examples in the docstrings (the API pages show them), run as doctests
 doctest: venv

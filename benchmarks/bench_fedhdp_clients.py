@@ -22,16 +22,16 @@ import time
 import torch
 
 from fedtrain.data.registry import load_dataset
-from fedtrain.fedhdp import FedHDPConfig
-from fedtrain.fedhdp.accounting import delta_bound
-from fedtrain.fedhdp.trainer import privacy_groups, train
+from fedtrain.clientdp.config import FedHDPConfig
+from fedtrain.clientdp.accounting import delta_bound
+from fedtrain.clientdp.trainer import privacy_groups, train
 
 PAPER_DELTA = 1e-4
 
 
 def default_delta(cfg: FedHDPConfig, data) -> float:
     """The paper's δ = 1e-4 where the rule δ < N_g^-1.1 allows it for every private group of ``data``
-    (:func:`fedtrain.fedhdp.accounting.delta_bound`), else the largest power of ten below the tightest bound
+    (:func:`fedtrain.clientdp.accounting.delta_bound`), else the largest power of ten below the tightest bound
     (``--clients 8000``: 7,600 private clients, bound 5.4e-5, δ = 1e-5)."""
     sizes = [g.clients.size for g in privacy_groups(cfg, data) if g.private]
     bound = min((delta_bound(n) for n in sizes), default=1.0)

@@ -44,7 +44,22 @@ def as_float_array(name: str, value: Any) -> np.ndarray:
         raise ValueError(f"{name} must be a real number or an array of real numbers (got {value!r})") from exc
     if np.isnan(arr).any():
         raise ValueError(f"{name} must not contain NaN (got {_describe(value)})")
+    if np.isinf(arr).any() and _overflowed_text(value):
+        raise ValueError(f"{name} must be a finite number or the word inf (got {value!r}, which overflows a float)")
     return arr
+
+
+def _overflowed_text(value: Any) -> bool:
+    """Whether ``value`` holds a string such as ``"1e309"`` that a float reads as infinite though it does not say
+    ``inf`` (only the word ``inf`` means infinity)."""
+    items = [value] if isinstance(value, (str, bytes)) else (value if isinstance(value, (list, tuple)) else [])
+    for v in items:
+        if isinstance(v, (str, bytes)):
+            text = v.decode() if isinstance(v, bytes) else v
+            word = text.strip().lower().lstrip("+-")
+            if word not in ("inf", "infinity") and np.isinf(float(text)):
+                return True
+    return False
 
 
 def check_nonnegative(name: str, value: Any) -> np.ndarray:

@@ -45,19 +45,26 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import shlex
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+
+from fedtheory.atomic_io import write_text_atomic
 from fedtrain import ledger
 from fedtrain.results import ResultsStore, jsonable
+from fedtrain.store.provenance import git_commit
 from fedtrain.sweep import load_config_data, run_sweep, summarize
 
 if TYPE_CHECKING:  # pragma: no cover - fedtheory.lambda_advisor pulls scipy.optimize: imported where used, so that
     from fedtheory.lambda_advisor import Advice, DirectionAdvice  # importing fedtrain.cli (`fedtrain run`) stays light
 
 __all__ = ["Prediction", "predict", "nearest_grid_error", "interpolated_error", "advise_and_check", "plot_check",
-           "configure_advise_parser", "run_advise", "code_commit", "write_check", "load_check",
+           "configure_advise_parser", "run_advise", "write_check", "load_check",
            "DEFAULT_CHECK_LAMS", "bracket_extension", "GRID_GROWTH",
            "PAPER_CHECK_LAMS"]
 
@@ -316,50 +323,61 @@ def advise_and_check(data, configs, *, check: bool = True, store=None, progress=
             mean_gain_over_fedavg=float(first.advice.gain_over_fedavg.mean()),
             clip_saturation_lambda=float(np.median([p["model"][i].clip_saturation_lambda for p in preds.values()])))
         if check:
-            mine = [c for c in configs if float(c.eps) == eps]
-            added: list[float] = []
             sweep = lambda cs: run_sweep(cs, store=store, data=data if len(splits) == 1 else None,  # noqa: E731
                                          data_dir=data_dir, progress=progress)
-            rows = sweep(mine)
-            while True:   # extend the grid until it brackets the swept best and the prediction
-                best, curve = _best_lambda(rows)
-                more = bracket_extension(sorted({float(c.lam) for c in mine}), best, entry["predicted_lambda"])
-                if not more or len(added) >= MAX_GRID_EXTENSIONS:
-                    break
-                added += more
-                top = max(float(c.lam) for c in mine)
-                templates = [c for c in mine if float(c.lam) == top]   # one per split and seed
-                new = [c.replace(lam=lam) for lam in more for c in templates]
-                mine, rows = mine + new, list(rows) + list(sweep(new))
-            entry["grid_extended_with"] = sorted(added)
-            lams = sorted({float(c.lam) for c in mine})
-            by_split: dict[str, dict[float, float]] = {}
-            for c, r in zip(mine, rows):
-                by_split.setdefault(_split_key(c), {})[float(c.lam)] = float(r.test_metric)
-            table = np.array([[v.get(l, np.nan) for l in lams] for v in by_split.values()])   # (repeats, λ)
-            per_rep = [lams[int(np.nanargmin(row))] for row in table]
-            rng = np.random.default_rng(seed)
-            R = table.shape[0]
-            boot = [lams[int(np.nanargmin(np.nanmean(table[rng.integers(0, R, R)], axis=0)))]
-                    for _ in range(int(bootstrap))] if R > 1 else [best]
-            se = (np.nanstd(table, axis=0, ddof=1) / np.sqrt(R)).tolist() if R > 1 else [0.0] * len(lams)
-            near = interpolated_error(curve, entry["predicted_lambda"])
-            err_best = min(m for _, m in curve)
-            # the same excess per repeat (interpolated on each repeat's own curve, against the mean curve's best λ)
-            ib = lams.index(best)
             pred_of = {k: p["model"][i].predicted_lambda for k, p in preds.items()}
-            per_rep_excess = [interpolated_error(list(zip(lams, row)), pred_of.get(k, entry["predicted_lambda"]))
-                              / row[ib] - 1.0 for k, row in zip(by_split, table)]
-            entry.update(repeats=R, swept_lams=lams, swept_curve=curve, swept_curve_se=se, swept_best_lambda=best,
-                         swept_best_per_repeat=per_rep, swept_best_quantiles=_quantiles(boot),
-                         swept_error_at_predicted=near, excess_at_predicted=near / err_best - 1.0,
-                         excess_at_predicted_per_repeat=per_rep_excess,
-                         excess_at_unit_curvature=(interpolated_error(curve, entry["unit_curvature_lambda"])
-                                                   / err_best - 1.0))
-            capped = min(entry["predicted_lambda"], entry["clip_saturation_lambda"])
-            entry.update(capped_lambda=capped, excess_at_capped=interpolated_error(curve, capped) / err_best - 1.0)
+            entry.update(_swept_check([c for c in configs if float(c.eps) == eps], sweep, entry, pred_of,
+                                      bootstrap=bootstrap, seed=seed))
         report.append(entry)
     return report
+
+
+def _swept_check(mine: list, sweep: Callable, entry: dict, pred_of: dict, *, bootstrap: int, seed: int) -> dict:
+    """The check of one ε's prediction (``entry``, its ``predicted_lambda``, ``unit_curvature_lambda`` and
+    ``clip_saturation_lambda``) against the swept curve of its configurations ``mine`` (``sweep(configs)`` → their
+    rows): the grid extended until it brackets the swept best and the prediction (:func:`bracket_extension`), the
+    mean curve over the repeats with its standard error, the best λ per repeat and its bootstrap quantiles, and the
+    excess errors at the prediction (``pred_of``: each split's own), at unit curvature and at the capped λ: the
+    fields :func:`advise_and_check` adds with ``check``."""
+    added: list[float] = []
+    rows = sweep(mine)
+    while True:   # extend the grid until it brackets the swept best and the prediction
+        best, curve = _best_lambda(rows)
+        more = bracket_extension(sorted({float(c.lam) for c in mine}), best, entry["predicted_lambda"])
+        if not more or len(added) >= MAX_GRID_EXTENSIONS:
+            break
+        added += more
+        top = max(float(c.lam) for c in mine)
+        templates = [c for c in mine if float(c.lam) == top]   # one per split and seed
+        new = [c.replace(lam=lam) for lam in more for c in templates]
+        mine, rows = mine + new, list(rows) + list(sweep(new))
+    out: dict[str, Any] = {"grid_extended_with": sorted(added)}
+    lams = sorted({float(c.lam) for c in mine})
+    by_split: dict[str, dict[float, float]] = {}
+    for c, r in zip(mine, rows):
+        by_split.setdefault(_split_key(c), {})[float(c.lam)] = float(r.test_metric)
+    table = np.array([[v.get(l, np.nan) for l in lams] for v in by_split.values()])   # (repeats, λ)
+    per_rep = [lams[int(np.nanargmin(row))] for row in table]
+    rng = np.random.default_rng(seed)
+    R = table.shape[0]
+    boot = [lams[int(np.nanargmin(np.nanmean(table[rng.integers(0, R, R)], axis=0)))]
+            for _ in range(int(bootstrap))] if R > 1 else [best]
+    se = (np.nanstd(table, axis=0, ddof=1) / np.sqrt(R)).tolist() if R > 1 else [0.0] * len(lams)
+    near = interpolated_error(curve, entry["predicted_lambda"])
+    err_best = min(m for _, m in curve)
+    # the same excess per repeat (interpolated on each repeat's own curve, against the mean curve's best λ)
+    ib = lams.index(best)
+    per_rep_excess = [interpolated_error(list(zip(lams, row)), pred_of.get(k, entry["predicted_lambda"]))
+                      / row[ib] - 1.0 for k, row in zip(by_split, table)]
+    out.update(repeats=R, swept_lams=lams, swept_curve=curve, swept_curve_se=se, swept_best_lambda=best,
+               swept_best_per_repeat=per_rep, swept_best_quantiles=_quantiles(boot),
+               swept_error_at_predicted=near, excess_at_predicted=near / err_best - 1.0,
+               excess_at_predicted_per_repeat=per_rep_excess,
+               excess_at_unit_curvature=(interpolated_error(curve, entry["unit_curvature_lambda"])
+                                         / err_best - 1.0))
+    capped = min(entry["predicted_lambda"], entry["clip_saturation_lambda"])
+    out.update(capped_lambda=capped, excess_at_capped=interpolated_error(curve, capped) / err_best - 1.0)
+    return out
 
 
 def plot_check(report, *, title: str = ""):
@@ -368,7 +386,8 @@ def plot_check(report, *, title: str = ""):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.5, 4.4))
-    colors = plt.get_cmap("viridis")(np.linspace(0, 0.85, len(report)))
+    # viridis up to 0.6 (3:1 contrast on white); its yellow end (1.7:1 at 0.85) is unreadable as a line
+    colors = plt.get_cmap("viridis")(np.linspace(0, 0.6, len(report)))
     for r, col in zip(report, colors):
         lam = np.array([l for l, _ in r["swept_curve"]])
         err = np.array([m for _, m in r["swept_curve"]])
@@ -393,58 +412,31 @@ def plot_check(report, *, title: str = ""):
     return fig
 
 
-def code_commit() -> dict:
-    """The git commit of this code and whether the working tree had uncommitted changes (``None`` outside git)."""
-    import os
-    import subprocess
-
-    here = os.path.dirname(os.path.abspath(__file__))
-    try:
-        run = lambda *a: subprocess.run(["git", *a], capture_output=True, text=True, timeout=10, cwd=here)  # noqa: E731
-        head = run("rev-parse", "HEAD").stdout.strip() or None
-        dirty = bool(run("status", "--porcelain", "--untracked-files=no").stdout.strip()) if head else None
-    except (OSError, subprocess.SubprocessError):
-        head, dirty = None, None
-    return {"commit": head, "dirty": dirty}
-
-
 def write_check(report, path, *, command: str, seconds: float, settings: dict, data_summary=None,
-                commit: dict | None = None) -> None:
-    """Write ``report`` with its provenance to ``path`` as JSON, atomically (temporary file + rename): the command,
-    the git commit of the code when the computation started (``commit``, from :func:`code_commit`; taken now if
-    not given) and whether the tree had uncommitted changes, the seconds it took and this process's CPU seconds,
-    the settings, and the data's name and SHA-256."""
-    import os
-    import tempfile
-    import time
-
-    commit = code_commit() if commit is None else commit
+                commit: str | None = None) -> None:
+    """Write ``report`` with its provenance to ``path`` as JSON, atomically (:func:`fedtheory.atomic_io.write_text_atomic`):
+    the command, the git commit of the code when the computation started (``commit``, from
+    :func:`fedtrain.store.provenance.git_commit`, the one provenance of every stored result: ``+dirty`` when
+    ``fedtrain/`` or ``fedtheory/`` had uncommitted changes, ``$FEDBOOK_COMMIT`` on a copied tree; taken now if not
+    given) and whether the tree had uncommitted changes (``None``: not known, a copy or no git), the seconds it took
+    and this process's CPU seconds, the settings, and the data's name and SHA-256."""
+    commit = git_commit() if commit is None else commit
     data = None
     if data_summary is not None:
         data = {k: data_summary.get(k) for k in ("name", "real", "num_silos", "dim", "sha256")}
-    doc = {"command": command, "commit": commit["commit"], "uncommitted_changes": commit["dirty"],
+    known = commit != "unknown" and not commit.endswith(" (copy)")
+    doc = {"command": command, "commit": commit, "uncommitted_changes": commit.endswith("+dirty") if known else None,
            "seconds": round(float(seconds), 1),
            "cpu_seconds": round(time.process_time(), 1), "settings": settings,
            "data": data, "advice": report}
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(jsonable(doc), fh, indent=1, allow_nan=False)
-            fh.write("\n")
-        os.chmod(tmp, 0o644)   # a report to share (mkstemp makes it private)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    target = Path(path).resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(target, json.dumps(jsonable(doc), indent=1, allow_nan=False) + "\n")
 
 
 def load_check(path) -> dict:
     """Read a report written by :func:`write_check` (``fedtrain advise --check --check-out FILE``); a missing file
     names where it was looked for and the command that makes it."""
-    import os
-
     if not os.path.exists(path):
         raise FileNotFoundError(f"advisor check report not found at {os.path.abspath(path)}; make it with "
                                 "`fedtrain advise --dataset school --eps 0.5,1,2 --lr 0.01 --lam "
@@ -461,7 +453,6 @@ def load_check(path) -> dict:
 def _command_line(args: argparse.Namespace) -> str:
     """The ``fedtrain advise`` command that reproduces ``args`` (every option given; ``--data-dir`` left out, the
     data being identified by its SHA-256 in the report)."""
-    import shlex
 
     def text(v):
         if isinstance(v, (list, tuple)):
@@ -484,10 +475,8 @@ def run_advise(args: argparse.Namespace, configs_from_args: Callable, out) -> in
     """Run ``fedtrain advise``; prints a table (or ``--json``); returns the exit status."""
     if list(args.method) != ["mrmtl"]:
         raise ValueError(f"fedtrain advise predicts MR-MTL's lambda; --method must be mrmtl (got {args.method})")
-    import time
-
     t0 = time.time()
-    commit = code_commit() if args.check_out else None   # the code that computes, not the code at write time
+    commit = git_commit() if args.check_out else None   # the code that computes, not the code at write time
     configs = configs_from_args(args)
     one_split = len({_split_key(c) for c in configs}) == 1
     data = load_config_data(configs[0], args.data_dir)

@@ -134,7 +134,7 @@ def load_power(path: str | os.PathLike | None = None) -> dict[str, Any]:
 def plot_power(points: Sequence[dict], claims: Sequence[float] = CLAIMS):
     """The audits' power: the detection threshold (:func:`detection_threshold`) against the claimed ε, one line
     per audit (a missing marker: no factor of the grid is caught).  Returns the figure (matplotlib's default
-    width: the book's column after :func:`fedtrain.figures.use_book_style`)."""
+    width: the book's column after :func:`fedtrain.figures.style.use_book_style`)."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(plt.rcParams["figure.figsize"][0], 3.0))

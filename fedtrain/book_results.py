@@ -13,7 +13,12 @@ The experiments layer above :mod:`fedtrain.results` (which stores and reads rows
 * :func:`pack_grid`, :func:`grid_rows` and :func:`grid_store_note`: a real-image grid
   (:data:`fedtrain.deep_grids.REAL_IMAGE_GRIDS`, computed in the background into a working store of its own) packed
   next to the preset's files, complete or not: the file's header and its manifest entry say how many of the grid's
-  runs it holds and which are missing, and packing again with more rows replaces it.
+  runs it holds and which are missing, and packing again with more rows replaces it;
+* :func:`pack_client_grid`, :func:`client_grid_rows` and :func:`client_grid_header`: FedHDP's committed grids
+  (:data:`fedtrain.client_presets.FEDHDP_COMMITTED`, privacy unit: a client) packed into the same store, under the same
+  manifest, with the same checks on reading (engine version, SHA-256, each row's digest and recomputed privacy
+  claim, :class:`~fedtrain.results.CommittedStore`) and read through :class:`BookStore` like every other chapter's
+  rows.
 """
 from __future__ import annotations
 
@@ -28,8 +33,10 @@ from typing import TYPE_CHECKING, Any
 from fedtheory.atomic_io import write_json_gz_atomic, write_text_atomic
 from fedtrain.config import ENGINE_VERSION, RunConfig
 from fedtrain.data.base import data_identity
-from fedtrain.presets import (DATASET_FIGURES, LR_COMPUTE_ORDER, REAL_IMAGE_GRIDS, RESULTS_PRESETS, SCALES,
-                              THEORY_GRIDS, book_grid, deep_grid, deep_grid_note, grid_note, theory_grid)
+from fedtrain.methods.registry import CLIENT
+from fedtrain.presets import (DATASET_FIGURES, FEDHDP_COMMITTED, LR_COMPUTE_ORDER, REAL_IMAGE_GRIDS, RESULTS_PRESETS,
+                              SCALES, THEORY_GRIDS, book_grid, deep_grid, deep_grid_note, fedhdp_committed_configs,
+                              grid_note, theory_grid)
 from fedtrain.results import (DEFAULT_RESULTS_DIR, FORMAT, MANIFEST, REGENERATE_COMMAND, STORE_ENV, WORK_DIR,
                               CommittedStore, ResultsStore, ResultsStoreError, StaleStoreError, check_row_key,
                               git_commit, pack_rows, provenance, shown_path)
@@ -41,7 +48,8 @@ if TYPE_CHECKING:
 __all__ = ["figure_grid", "figure_rows", "theory_rows", "store_note", "BookStore", "committed_store",
            "preset_targets", "compute_preset", "pack_store", "GRID_SCALE", "grid_file", "grid_configs", "grid_digest",
            "pack_grid",
-           "grid_rows", "grid_store_note"]
+           "grid_rows", "grid_store_note", "client_grid_digest", "pack_client_grid", "client_grid_rows",
+           "client_grid_header"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -68,6 +76,10 @@ def store_note(store: CommittedStore, name: str) -> str:
     info = store.info(name)
     if info.get("grid"):
         return grid_store_note(store, info["grid"])
+    if info.get("unit") == CLIENT:
+        commits = ", ".join(c[:7] if len(c) == 40 else c for c in info.get("commits", []))
+        return (f"store {store.root.name}/{info['file']}, engine v{info['engine_version']}, commits {commits}\n"
+                f"FedHDP {name}: {info['rows']} client-level runs on {', '.join(info['datasets'])}")
     commits = ", ".join(c[:7] + ("+dirty" if c.endswith("+dirty") else "") for c in info.get("commits", []))
     if name == "theory":
         g = THEORY_GRIDS[info["scale"]]
@@ -105,6 +117,14 @@ class BookStore(CommittedStore):
     def grid_info(self, grid: str) -> dict:
         """The manifest entry of real-image grid ``grid``'s file (:func:`pack_grid`), with ``file``."""
         return _grid_info(self, grid)
+
+    def client_rows(self, name: str) -> list[dict]:
+        """:func:`client_grid_rows`."""
+        return client_grid_rows(self, name)
+
+    def client_header(self, name: str) -> dict:
+        """:func:`client_grid_header`."""
+        return client_grid_header(self, name)
 
 
 def committed_store(root: str | os.PathLike | None = None) -> BookStore:
@@ -277,8 +297,8 @@ def pack_store(preset: str, *, work: str | os.PathLike | None = None, out: str |
                 "regenerate": REGENERATE_COMMAND, "files": files, "computations": computations,
                 "wall_seconds": round(sum(c["seconds"] for c in computations), 1)}
     previous = _read_manifest(out / MANIFEST)
-    for fname, info in (previous or {}).get("files", {}).items():  # the real-image grids' files stay (pack_grid)
-        if info.get("grid") and fname not in files and (out / fname).is_file():
+    for fname, info in (previous or {}).get("files", {}).items():  # the grids' files stay (pack_grid, pack_client_grid)
+        if (info.get("grid") or info.get("unit") == CLIENT) and fname not in files and (out / fname).is_file():
             manifest["files"][fname] = info
     write_text_atomic(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
     return files
@@ -328,7 +348,7 @@ def grid_configs(grid: str, root: "str | os.PathLike | None" = None) -> list[Run
     if info.get("missing"):
         raise ValueError(f"grid {grid} takes its η from grid {tune}, of which the committed store {store.root} "
                          f"holds {info['present']} of {info['grid_runs']} runs: compute and pack the rest first "
-                         f"(python benchmarks/run_real_image_grids.py {tune})")
+                         f"(fedtrain grid {tune})")
     return deep_grid(grid, tuning=grid_rows(store, tune))
 
 
@@ -375,7 +395,7 @@ def pack_grid(grid: str, *, work: str | os.PathLike, out: str | os.PathLike | No
     store = ResultsStore(work)
     if not store.root.is_dir():
         raise ValueError(f"working store {store.root} of grid {grid} does not exist (compute it with "
-                         f"python benchmarks/run_real_image_grids.py {grid})")
+                         f"fedtrain grid {grid})")
     by_config = _keys_by_config(store)
     rows, missing = [], []
     for c in configs:
@@ -397,7 +417,7 @@ def pack_grid(grid: str, *, work: str | os.PathLike, out: str | os.PathLike | No
         mask = c.dataset_options.get("mask_ratio")  # a grid without masks (fig3d-fashion) has none
         cell = (f"mask={mask:g} " if mask is not None else "") + f"eps={c.eps:g} seed={c.seed}"
         by_cell[cell] = by_cell.get(cell, 0) + 1
-    command = command or f"python benchmarks/run_real_image_grids.py {grid} --pack {shown_path(out)}"
+    command = command or f"fedtrain grid {grid} --pack {shown_path(out)}"
     spec = REAL_IMAGE_GRIDS[grid]
     figures = [grid]
     digest = grid_digest(grid, out)
@@ -415,7 +435,7 @@ def pack_grid(grid: str, *, work: str | os.PathLike, out: str | os.PathLike | No
              "sha256": hashlib.sha256(raw).hexdigest(), "engine_version": ENGINE_VERSION,
              "seconds_in_runs": round(doc["seconds"], 1), "commits": doc["commits"], "commands": doc["commands"],
              "pack_command": command, "data_identity": identity, "regenerate":
-             f"python benchmarks/run_real_image_grids.py {grid}, then {command}"}
+             f"fedtrain grid {grid}, then {command}"}
     manifest = _read_manifest(mpath)  # again: the latest, written atomically
     manifest["files"][fname] = entry
     write_text_atomic(mpath, json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
@@ -427,11 +447,11 @@ def _grid_info(store: CommittedStore, grid: str) -> dict:
     info = store.manifest.get("files", {}).get(fname)
     if not info or info.get("grid") != grid:
         raise ValueError(f"the committed store {store.root} holds no rows of grid {grid} ({fname}); pack them with "
-                         f"python benchmarks/run_real_image_grids.py {grid} --pack results")
+                         f"fedtrain grid {grid} --pack results")
     if info.get("grid_digest") != grid_digest(grid, store.root):
         raise StaleStoreError(f"{store.root / fname} was packed for another definition of grid {grid} "
                               f"({info.get('grid_runs')} runs; this checkout's has {len(grid_configs(grid, store.root))}): repack it "
-                              f"with python benchmarks/run_real_image_grids.py {grid} --pack results")
+                              f"with fedtrain grid {grid} --pack results")
     return {"file": fname, **info}
 
 
@@ -449,3 +469,111 @@ def grid_store_note(store: CommittedStore, grid: str) -> str:
     commits = ", ".join(c[:7] + ("+dirty" if c.endswith("+dirty") else "") for c in info.get("commits", []))
     return (f"store {store.root.name}/{info['file']}, engine v{info['engine_version']}, commits {commits}\n"
             f"{deep_grid_note(grid)}; {info['present']} of {info['grid_runs']} runs of the grid")
+
+
+# --------------------------------------------------------------------------------------------------
+# FedHDP's committed grids (privacy unit: a client)
+# --------------------------------------------------------------------------------------------------
+def client_grid_digest(name: str) -> str:
+    """A digest of committed FedHDP grid ``name``'s definition (its runs' configuration keys, in order): the file
+    records the digest of the grid it was packed for, and reading it under another definition fails."""
+    keys = [c.key() for c in fedhdp_committed_configs(name)]
+    return hashlib.sha256(json.dumps(keys).encode()).hexdigest()[:16]
+
+
+def pack_client_grid(name: str, *, work: str | os.PathLike, out: str | os.PathLike | None = None,
+                     command: str | None = None, header: dict | None = None) -> dict:
+    """Pack committed FedHDP grid ``name`` (:data:`fedtrain.client_presets.FEDHDP_COMMITTED`) from the working store
+    ``work`` into the committed store ``out`` (default ``results/``): ``<name>.json.gz``
+    (:func:`~fedtrain.store.committed.pack_rows`: every row sealed, its privacy claim recomputed before it enters) and
+    its entry in ``MANIFEST.json``, both written atomically.  Trains nothing; every run of the grid must be in
+    ``work`` (``ValueError`` counting the missing ones otherwise).
+
+    The rows are packed in the grid's order; the header and the manifest entry record the privacy unit
+    (``"client"``), the grid's definition (``grid_digest``, :func:`client_grid_digest`), the commits and commands
+    that computed the rows, their seconds, the engine version, the commands that regenerate the file, and
+    ``header`` (e.g. the grid's provenance, :func:`fedtrain.fedhdp.experiments.grid_provenance`), stored as is.
+    Returns the manifest entry."""
+    if name not in FEDHDP_COMMITTED:
+        raise ValueError(f"name must be one of {', '.join(map(repr, FEDHDP_COMMITTED))} (got {name!r})")
+    spec = FEDHDP_COMMITTED[name]
+    fname = f"{name}.json.gz"
+    out = Path(out) if out is not None else DEFAULT_RESULTS_DIR
+    mpath = out / MANIFEST
+    manifest = _read_manifest(mpath)
+    if manifest is None:
+        raise ValueError(f"{mpath} does not exist: pack the preset's committed store there first "
+                         f"({REGENERATE_COMMAND})")
+    if manifest.get("format") != FORMAT or manifest.get("engine_version") != ENGINE_VERSION:
+        raise StaleStoreError(f"results manifest {mpath} has format {manifest.get('format')!r} and engine version "
+                              f"{manifest.get('engine_version')}, not {FORMAT!r} and {ENGINE_VERSION}; regenerate "
+                              f"it with {REGENERATE_COMMAND}")
+    store = ResultsStore(work)
+    if not store.root.is_dir():
+        raise ValueError(f"working store {store.root} of {name} does not exist (compute it with {spec['compute']})")
+    configs = fedhdp_committed_configs(name)
+    by_config = _keys_by_config(store)
+    rows, missing = [], 0
+    for c in configs:
+        row = _the_stored_row(store, by_config.get(c.key(), []), f"{c.method} on {c.dataset} "
+                              f"r={c.effective_ratio:g} seed={c.seed}")
+        if row is None:
+            missing += 1
+        else:
+            rows.append(row)
+    if missing:
+        raise ValueError(f"working store {store.root} holds {len(rows)} of the {len(configs)} runs of {name}; "
+                         f"compute the rest with {spec['compute']}")
+    command = command or spec["pack"]
+    digest = client_grid_digest(name)
+    regenerate = f"{spec['compute']}, then {spec['pack']}"
+    doc = pack_rows(rows, name=name, unit=CLIENT, datasets=list(spec["datasets"]), scale=spec.get("scale", GRID_SCALE),
+                    figures=[name], grid=spec.get("grid"), grid_digest=digest, grid_runs=len(configs),
+                    present=len(rows), pack_command=command, header=header or {})
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_gz_atomic(out / fname, doc)
+    raw = (out / fname).read_bytes()
+    entry = {"name": name, "unit": CLIENT, "datasets": list(spec["datasets"]), "scale": spec.get("scale", GRID_SCALE),
+             "figures": [name], "fedhdp_grid": spec.get("grid"), "grid_digest": digest, "grid_runs": len(configs),
+             "present": len(rows), "missing": 0, "rows": len(rows), "bytes": len(raw),
+             "sha256": hashlib.sha256(raw).hexdigest(), "engine_version": ENGINE_VERSION,
+             "seconds_in_runs": round(doc["seconds"], 1), "commits": doc["commits"], "commands": doc["commands"],
+             "pack_command": command, "regenerate": regenerate}
+    manifest = _read_manifest(mpath)  # again: the latest, written atomically
+    manifest["files"][fname] = entry
+    write_text_atomic(mpath, json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
+    return {"file": fname, **entry}
+
+
+def _client_info(store: CommittedStore, name: str) -> dict:
+    if name not in FEDHDP_COMMITTED:
+        raise ValueError(f"name must be one of {', '.join(map(repr, FEDHDP_COMMITTED))} (got {name!r})")
+    fname = f"{name}.json.gz"
+    info = store.manifest.get("files", {}).get(fname)
+    spec = FEDHDP_COMMITTED[name]
+    if not info or info.get("unit") != CLIENT:
+        raise ValueError(f"the committed store {store.root} holds no rows of {name} ({fname}); compute and pack them "
+                         f"with {spec['compute']}, then {spec['pack']}")
+    if info.get("grid_digest") != client_grid_digest(name):
+        raise StaleStoreError(f"{store.root / fname} was packed for another definition of {name} "
+                              f"({info.get('grid_runs')} runs; this checkout's has "
+                              f"{len(fedhdp_committed_configs(name))}): recompute and repack it with "
+                              f"{spec['compute']}, then {spec['pack']}")
+    return {"file": fname, **info}
+
+
+def client_grid_rows(store: CommittedStore, name: str) -> list[dict]:
+    """The rows of committed FedHDP grid ``name`` in the grid's order, as dicts in the working store's row format
+    (:meth:`FedHDPResult.to_dict <fedtrain.clientdp.trainer.FedHDPResult.to_dict>` plus the store's fields), each
+    checked on reading (key, digest, privacy claim recomputed: :meth:`CommittedStore.row_dict
+    <fedtrain.results.CommittedStore.row_dict>`); reads without torch."""
+    info = _client_info(store, name)
+    return [store.row_dict(row["key"]) for row in store.docs[info["file"]]["rows"]]
+
+
+def client_grid_header(store: CommittedStore, name: str) -> dict:
+    """What the file of committed FedHDP grid ``name`` records besides its rows: the ``header`` it was packed with
+    (the grid's provenance, :func:`fedtrain.fedhdp.experiments.grid_provenance`, or the scale and command) and its
+    manifest entry (``file``, engine version, commits, commands, ``regenerate``)."""
+    info = _client_info(store, name)
+    return {**store.docs[info["file"]].get("header", {}), "manifest": info}

@@ -74,7 +74,7 @@ ENGINE_VERSION = 5
 
 #: The methods a :class:`RunConfig` runs: those whose privacy unit is a record of a silo
 #: (:data:`fedtrain.methods.registry.RECORD_METHODS`; the client-level ones run with
-#: :class:`fedtrain.fedhdp.config.FedHDPConfig`).
+#: :class:`fedtrain.clientdp.config.FedHDPConfig`).
 METHODS = RECORD_METHODS
 
 
@@ -82,7 +82,7 @@ def config_key(config: Mapping[str, Any]) -> str:
     """The key of a configuration's JSON-safe encoding: 16 hex digits of the SHA-256 of its canonical JSON together
     with :data:`ENGINE_VERSION`, so that a change of the engine gives every configuration a new key.  Every
     configuration class keys its runs with it (:meth:`RunConfig.key`,
-    :meth:`fedtrain.fedhdp.config.FedHDPConfig.key`)."""
+    :meth:`fedtrain.clientdp.config.FedHDPConfig.key`)."""
     payload = json.dumps({"engine_version": ENGINE_VERSION, **config}, sort_keys=True, separators=(",", ":"),
                          allow_nan=False)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
@@ -131,7 +131,7 @@ def default_delta(n: int) -> float:
 
 
 class OptionsConfig:
-    """What :class:`RunConfig` and :class:`fedtrain.fedhdp.config.FedHDPConfig` share: fields declared with
+    """What :class:`RunConfig` and :class:`fedtrain.clientdp.config.FedHDPConfig` share: fields declared with
     :func:`fedtrain.params.param` and the method's options dataclass in ``options`` (read as attributes); the flat
     form, ``replace``, the round trip through ``to_dict`` (each class' own) and the key."""
 
@@ -281,7 +281,7 @@ class RunConfig(OptionsConfig):
                 raise ValueError(f"RunConfig needs {name!r}")
         if kwargs["method"] in CLIENT_METHODS:
             raise ValueError(f"method {kwargs['method']!r} has a client as its privacy unit: configure it with "
-                             "fedtrain.fedhdp.config.FedHDPConfig (RunConfig runs the methods whose unit is a record "
+                             "fedtrain.clientdp.config.FedHDPConfig (RunConfig runs the methods whose unit is a record "
                              f"of a silo: {', '.join(RECORD_METHODS)})")
         options = kwargs.pop("options", None)
         for name, (_, default) in common.items():

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import os
+import socket
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
@@ -222,8 +223,6 @@ def _check_reachable(address: str, timeout: float, hint: str) -> None:
     frame, as Ray's GCS and Ray Client's server do (Ray itself retries an unreachable address for minutes).
     ``ray://`` also needs Ray Client (``ray[client]``).  ``auto`` is left to Ray, which reads the local cluster's
     address and fails at once when there is none."""
-    import socket
-
     target = address
     if address.startswith("ray://"):
         try:

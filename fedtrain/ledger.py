@@ -114,7 +114,7 @@ class SiloLedger:
         self._check_not_over("a local pass")
 
     def record_gaussian_releases(self, releases) -> None:
-        """Append one client-level round: row g (a privacy group of :mod:`fedtrain.fedhdp`) released
+        """Append one client-level round: row g (a privacy group of :mod:`fedtrain.clientdp`) released
         ``releases[g]`` noisy sums of its Poisson-sampled clients' clipped updates.  Each is a Poisson-subsampled
         Gaussian mechanism, the event of one DP-SGD step, so it is counted (and accounted) as one."""
         self.dpsgd_steps = self.dpsgd_steps + np.asarray(releases, dtype=np.int64)

@@ -14,18 +14,19 @@ code path depends on it except through these tables:
   results``) computes into a results store, and so what the committed store ``results/`` holds;
 * :data:`~fedtrain.deep_grids.DEEP_FIGURES` (:func:`~fedtrain.deep_grids.deep_grid`): the deep chapter's grids, among them
   the real-image grids on Fashion-MNIST (:data:`~fedtrain.deep_grids.REAL_IMAGE_GRIDS`), defined in
-  :mod:`fedtrain.deep_grids` and re-exported here; :data:`FEDHDP_GRIDS` (:func:`fedhdp_grid`): FedHDP's claims on
-  real images.
+  :mod:`fedtrain.deep_grids` and re-exported here;
+* FedHDP's grids (privacy unit: a client), defined in :mod:`fedtrain.client_presets` and re-exported here:
+  :data:`~fedtrain.client_presets.FEDHDP_GRIDS` (:func:`~fedtrain.client_presets.fedhdp_grid`): its claims on real
+  images; :data:`~fedtrain.client_presets.FEDHDP_SCALES` (:func:`~fedtrain.client_presets.fedhdp_scale_configs`): its
+  claims on the digit stand-in; :data:`~fedtrain.client_presets.FEDHDP_COMMITTED`
+  (:func:`~fedtrain.client_presets.fedhdp_committed_configs`): FedHDP's grids in the committed store.
 """
 from __future__ import annotations
 
 import math
 from typing import Any
-from fedtheory.privacy.calibration import calibrate
-from fedtheory.validation import check_integer_at_least, check_positive
-from fedtrain.fedhdp.accounting import group_epsilon, group_event
-from fedtrain.fedhdp.config import FedHDPConfig
-from fedtrain.fedhdp.experiments import method_configs
+from fedtrain.client_presets import (FEDHDP_COMMITTED, FEDHDP_GRIDS, FEDHDP_SCALES, fedhdp_committed_configs,
+                                     fedhdp_grid, fedhdp_noise_for_epsilon, fedhdp_scale_configs)
 from fedtrain.methods.registry import method_spec
 from fedtrain.sweep import expand_grid, repeat_configs
 
@@ -35,7 +36,8 @@ __all__ = ["PAPER_DEFAULTS", "LAMBDA_GRID", "LR_GRID", "STANDIN_PRESETS", "paper
            "THEORY_SETUP", "THEORY_GRIDS", "RESULTS_PRESETS", "DATASET_FIGURES", "grid_note", "book_grid",
            "theory_grid",
            "DEEP_FIGURES", "deep_grid", "deep_grid_note", "REAL_IMAGE_GRIDS", "FEDHDP_GRIDS",
-           "fedhdp_noise_for_epsilon", "fedhdp_grid", "method_family", "tuned_settings"]
+           "fedhdp_noise_for_epsilon", "fedhdp_grid", "method_family", "tuned_settings", "FEDHDP_SCALES",
+           "fedhdp_scale_configs", "FEDHDP_COMMITTED", "fedhdp_committed_configs"]
 
 from fedtrain.book_scale import FULL_ENV, full_scale
 from fedtrain.config import paper_defaults
@@ -261,66 +263,3 @@ def theory_grid(grid: str | None = None) -> dict[str, Any]:
     g = THEORY_GRIDS[grid]
     lams = np.geomspace(*g["lams"][1:3], int(g["lams"][3])) if g["lams"][0] == "geomspace" else np.array(g["lams"])
     return dict(THEORY_SETUP, lams=np.concatenate([[0.0], lams]), data_seeds=tuple(range(g["datasets"])))
-
-
-# --------------------------------------------------------------------------------------------------
-# FedHDP's claims on real images (noniid-fashion, noniid-fashion-skewed; Table 6's FC network)
-# --------------------------------------------------------------------------------------------------
-#: FedHDP's claims grid on Fashion-MNIST's non-IID split (2,000 clients x 30 images of one class, each image once, 5
-#: % opted out).  Table 6's FC network (784 → 50 ReLU → 10, D = 39,760) and Table 7's optimizer, clipping and Ditto
-#: settings (the :class:`~fedtrain.fedhdp.config.FedHDPConfig` defaults), q = 0.05 (~100 clients a round), but T =
-#: 200 rounds of E = 5 local epochs instead of 500 of 25 (the CPU budget of the 60 runs: ``benchmarks/README.md``),
-#: so the effective noise multiplier is calibrated to the paper's ε = 3.6 at δ = 1e-4 (RDP accountant, client-level
-#: add/remove adjacency) for the 200 rounds run: z = :func:`fedhdp_noise_for_epsilon` (1.133 against the paper's 1.5
-#: for 500 rounds).  FedHDP over the r grid; DP-FedAvg+Ditto, HDP-FedAvg+Ditto and non-private+Ditto once each; 3
-#: seeds; both datasets.
-FEDHDP_GRIDS: dict[str, dict[str, Any]] = {
-    "claims-fashion": dict(datasets=("noniid-fashion", "noniid-fashion-skewed"), rounds=200, local_epochs=5,
-                           sample_rate=0.05, target_epsilon=3.6, delta=1e-4, accountant="rdp",
-                           ratios=(0.0, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5), seeds=(0, 1, 2),
-                           methods=("nonprivate", "dp-fedavg", "hdp-fedavg", "fedhdp"), dataset_options={}),
-}
-
-
-def fedhdp_noise_for_epsilon(epsilon: float, *, sample_rate: float, rounds: int, delta: float,
-                             accountant: str = "rdp") -> float:
-    """The effective noise multiplier z at which ``rounds`` Poisson-sampled Gaussian releases at rate ``sample_rate``
-    cost ``epsilon`` at ``delta`` (:func:`fedtrain.fedhdp.accounting.group_event`, client-level add/remove
-    adjacency, the named accountant): the smallest z on the grid of 3 decimals whose ε is ≤ the target.
-
-    Found by the book's one calibration, :func:`fedtheory.privacy.calibration.calibrate` (z certified ≤ target, at
-    most 0.1 % above the root), rounded up to 3 decimals and then lowered by 0.001 while the lower value still meets
-    the target.  With the paper's q = 0.05 and δ = 1e-4, 500 rounds give z = 1.503 (the paper's z = 1.5 gives
-    ε = 3.608, printed 3.6)."""
-    epsilon = float(check_positive("epsilon", epsilon))
-    rounds = int(check_integer_at_least("rounds", rounds, 1))
-    if not 0.0 < float(sample_rate) <= 1.0:
-        raise ValueError(f"sample_rate must lie in (0, 1] (got {sample_rate!r})")
-    if not 0.0 < float(delta) < 1.0:
-        raise ValueError(f"delta must lie in (0, 1) (got {delta!r})")
-    z = calibrate(lambda z: group_event(z, float(sample_rate), rounds), epsilon, float(delta), accountant)
-    z = math.ceil(z * 1000 - 1e-9) / 1000
-    fits = lambda z: group_epsilon(z, sample_rate, rounds, delta, accountant) <= epsilon  # noqa: E731
-    while z > 0.001 and fits(round(z - 0.001, 3)):
-        z = round(z - 0.001, 3)
-    assert fits(z)
-    return z
-
-
-def fedhdp_grid(name: str = "claims-fashion", *, datasets=None, seeds=None) -> list:
-    """The :class:`~fedtrain.fedhdp.config.FedHDPConfig` list of :data:`FEDHDP_GRIDS` ``[name]`` (baselines once per
-    seed, FedHDP at every ratio; z calibrated with :func:`fedhdp_noise_for_epsilon`), for
-    :func:`fedtrain.fedhdp.experiments.run_experiment`; ``datasets`` / ``seeds`` restrict it."""
-    if name not in FEDHDP_GRIDS:
-        raise ValueError(f"name must be one of {', '.join(map(repr, FEDHDP_GRIDS))} (got {name!r})")
-    g = FEDHDP_GRIDS[name]
-    z = fedhdp_noise_for_epsilon(g["target_epsilon"], sample_rate=g["sample_rate"], rounds=g["rounds"],
-                                 delta=g["delta"], accountant=g["accountant"])
-    out: list[FedHDPConfig] = []
-    for dataset in (g["datasets"] if datasets is None else datasets):
-        for method in g["methods"]:  # the methods with the weight ratio r (registry) at every ratio, the others once
-            for c in method_configs(method, g["ratios"], dataset=dataset, dataset_options=dict(g["dataset_options"]),
-                                    rounds=g["rounds"], local_epochs=g["local_epochs"], sample_rate=g["sample_rate"],
-                                    noise_multiplier=z, delta=g["delta"], accountant=g["accountant"]):
-                out += [c.replace(seed=int(seed)) for seed in (g["seeds"] if seeds is None else seeds)]
-    return out

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -207,8 +208,6 @@ def _make_silo(k: int, config: RunConfig, data: FederatedData, flat: _FlatParams
                m_k: int, private: bool, gen: torch.Generator, dev: torch.device) -> dict:
     """Silo ``k``'s model (zero-initialized linear, or the shared ConvNet draw ``init``), SGD, Poisson-sampled loader
     and, when ``private``, its Opacus ``PrivacyEngine`` (noise multiplier ``z_k``, clip ``config.clip``)."""
-    import warnings
-
     from opacus import PrivacyEngine
     from opacus.utils.uniform_sampler import UniformWithReplacementSampler
     from torch.utils.data import DataLoader, TensorDataset

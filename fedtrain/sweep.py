@@ -1,4 +1,4 @@
-"""Sweeps: grids of :class:`~fedtrain.config.RunConfig`, run through the results store.
+"""Sweeps: grids of configurations of either privacy unit, run through the results store.
 
 :func:`expand_grid` builds the Cartesian product of some fields' values over a base config and
 validates every configuration before anything runs.  :func:`run_sweep` loads each dataset once,
@@ -9,6 +9,13 @@ seed or accountant) in chunks, storing each run as soon as its chunk finishes.  
 loses at most its current chunk; re-running it resumes.  The chunks run in this process or as Ray tasks
 (``executor="ray"``, :mod:`fedtrain.executors`); either way only this process writes the store.  :func:`summarize` turns rows into
 mean ± standard deviation over seeds (runs that diverged are counted and left out).
+
+Both privacy units go through :func:`run_sweep`: a grid may hold :class:`~fedtrain.config.RunConfig` (a record of a
+silo) and :class:`~fedtrain.clientdp.config.FedHDPConfig` (a client) alike.  Each configuration's registry entry
+names its configuration class, its runner and its validator (:data:`fedtrain.methods.registry.UNIT_CODE`); the
+sweep groups the grid by dataset and unit, validates each configuration with its unit's validator before anything
+trains, and hands each batch to its unit's runner (:func:`fedtrain.engine.run_many`,
+:func:`fedtrain.clientdp.trainer.run_many`) unless a ``runner`` is given.
 
 Resuming: the engine stacks a chunk's configurations, and a stacked computation's float32 rounding depends on its
 batch-mates (1–2 ulps), so the chunks are cut from the whole grid of a dataset (sorted by what the engine stacks),
@@ -40,14 +47,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from fedtheory.validation import check_integer_at_least
-from fedtrain.config import RunConfig
+from fedtrain.config import OptionsConfig, RunConfig
 from fedtrain.data.base import FederatedData, data_identity, identity_digest
 from fedtrain.encoding import encode
 from fedtrain.executors import Batch, Executor, SweepTaskError, get_executor
 from fedtrain.results import ResultsStore
 from fedtrain.store.claims import calibrated_noise
 from fedtrain.data.registry import SPLIT_SEED_OPTIONS, generator_identity, load_dataset, split_seed_option
-from fedtrain.methods.registry import option_params
+from fedtrain.methods.registry import RECORD, option_params
 from fedtrain.params import params_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -99,15 +106,30 @@ def load_config_data(config: RunConfig, data_dir: str | os.PathLike | None = Non
     return load_dataset(config.dataset, data_dir=data_dir, **dict(config.dataset_options))
 
 
-def _validate_against(config: RunConfig, data: FederatedData) -> None:
-    from fedtrain.engine import validate
+def _validate_against(config: OptionsConfig, data: FederatedData) -> None:
+    """The checks of ``config`` on ``data`` before anything trains: its privacy unit's validator (registry)."""
+    config.spec.validator(config, data)
 
-    validate(config, data)
+
+def _unit_runner(configs: Sequence[OptionsConfig], data: FederatedData) -> Sequence[Any]:
+    """The default runner: the runner of the batch's privacy unit (registry; a batch holds one unit).  Module-level,
+    so that the Ray executor can pickle it."""
+    return configs[0].spec.runner(configs, data)
 
 
-def _batch_order(c: RunConfig) -> str:
-    """Sort key putting configurations that the engine can stack next to each other."""
+def _batch_order(c: OptionsConfig) -> str:
+    """Sort key putting configurations that the engine can stack next to each other (the client-level runner
+    stacks nothing: its configurations in key order)."""
+    if c.spec.unit != RECORD:
+        return c.key()
     return c.replace(eps=math.inf, delta=None, lam=0.0, lr=1.0, clip=1.0, seed=0, accountant="rdp").key()
+
+
+def _described(c: OptionsConfig) -> str:
+    """A configuration in the words of a validation error."""
+    if c.spec.unit != RECORD:
+        return f"{c.method} r={c.effective_ratio:g} seed={c.seed}"
+    return f"{c.method} eps={c.eps} lam={c.lam} lr={c.lr} seed={c.seed}"
 
 
 def _stale_noise(configs: list[RunConfig], store: ResultsStore, identity: dict) -> list[RunConfig]:
@@ -115,7 +137,7 @@ def _stale_noise(configs: list[RunConfig], store: ResultsStore, identity: dict) 
     (:func:`fedtrain.store.claims.calibrated_noise`): trained with another calibration cache's answer, they are
     another computation than this one would run, so they are retrained (and replaced) rather than served."""
 
-    stored = [(c, store.get(c, identity)) for c in configs]
+    stored = [(c, store.get(c, identity)) for c in configs if c.spec.unit == RECORD]
     stored = [(c, r) for c, r in stored if r is not None and not isinstance(r.config, dict) and r.ledger]
     now = calibrated_noise([r for _, r in stored])
     return [c for (c, r), z in zip(stored, now) if not np.array_equal(np.asarray(r.noise_multipliers, dtype=float), z)]
@@ -131,7 +153,7 @@ def _progress_enabled(progress: bool | None) -> bool:
 
 
 def run_sweep(
-    configs: Sequence[RunConfig],
+    configs: Sequence[OptionsConfig],
     *,
     store: ResultsStore | str | os.PathLike | None = None,
     data: FederatedData | Mapping[str, FederatedData] | None = None,
@@ -144,6 +166,9 @@ def run_sweep(
 ) -> list["RunResult"]:
     """Run every configuration not yet in ``store``; return all results in the order of ``configs``.
 
+    ``configs``: configurations of either privacy unit (:class:`~fedtrain.config.RunConfig`,
+    :class:`~fedtrain.clientdp.config.FedHDPConfig`; module docstring).
+
     Parameters
     ----------
     store
@@ -152,7 +177,8 @@ def run_sweep(
         the dataset to use (for sweeps over one dataset) or a mapping ``config.dataset -> data``;
         otherwise each dataset is loaded with :func:`load_config_data` (``data_dir`` for real files).
     runner
-        ``runner(configs, data) -> results`` (default :func:`fedtrain.engine.run_many`); for the ray
+        ``runner(configs, data) -> results`` (default: the runner of the batch's privacy unit in the method
+        registry, :func:`fedtrain.engine.run_many` or :func:`fedtrain.clientdp.trainer.run_many`); for the ray
         executor it must be picklable (a module-level function or object).
     chunk_size
         configurations handed to the runner at once (one batch; one Ray task); each batch is
@@ -177,30 +203,31 @@ def run_sweep(
     chunk_size = int(check_integer_at_least("chunk_size", chunk_size, 1))
     configs = list(configs)
     for c in configs:
-        if not isinstance(c, RunConfig):
-            raise ValueError(f"configs must be RunConfig objects (got {type(c).__name__})")
+        if not isinstance(c, OptionsConfig) or not isinstance(c, c.spec.config_class):
+            raise ValueError(f"configs must be RunConfig or FedHDPConfig objects, each of its method's privacy unit "
+                             f"(got {type(c).__name__})")
     if store is not None and not isinstance(store, ResultsStore) and not getattr(store, "read_only", False):
         store = ResultsStore(store)
-    memory: dict[str, RunResult] = {}
+    memory: dict[str, Any] = {}
     identity_of: dict[str, dict] = {}  # config key -> identity of the data it runs on
 
-    def finished(c: RunConfig, identity: dict) -> bool:
+    def finished(c: OptionsConfig, identity: dict) -> bool:
         return c.key() in memory or (store is not None and store.has(c, identity))
 
-    # group by dataset, dropping duplicate keys
-    groups: "OrderedDict[tuple, list[RunConfig]]" = OrderedDict()
+    # group by dataset and privacy unit, dropping duplicate keys
+    groups: "OrderedDict[tuple, list[OptionsConfig]]" = OrderedDict()
     seen: set[str] = set()
     for c in configs:
         if c.key() in seen:
             continue
         seen.add(c.key())
-        gkey = (c.dataset, encode(dict(c.dataset_options)).__repr__())
+        gkey = (c.dataset, encode(dict(c.dataset_options)).__repr__(), c.spec.unit)
         groups.setdefault(gkey, []).append(c)
 
     # phase 1: the identity of each dataset (generated data: from its name and options; files: loaded and
     # hashed), the rows already stored for it, then load and validate everything that will run
-    todo: list[tuple[FederatedData, list[RunConfig]]] = []
-    for (name, _), group in groups.items():
+    todo: list[tuple[FederatedData, list[OptionsConfig]]] = []
+    for (name, _, _), group in groups.items():
         if isinstance(data, FederatedData):
             d = data
         elif isinstance(data, Mapping) and name in data:
@@ -234,8 +261,7 @@ def run_sweep(
             try:
                 _validate_against(c, d)
             except ValueError as exc:
-                raise ValueError(f"configuration {c.method} eps={c.eps} lam={c.lam} lr={c.lr} seed={c.seed} "
-                                 f"on {c.dataset}: {exc}") from exc
+                raise ValueError(f"configuration {_described(c)} on {c.dataset}: {exc}") from exc
         todo.append((d, chunks, waiting))
 
     if todo and store is not None:  # before any training (a complete store needs no writing)
@@ -261,26 +287,14 @@ def run_sweep(
     ex = get_executor(executor, **dict(executor_options or {})) if batches else None
     failures: list[tuple[Batch, str]] = []
     stored = 0
-    outcomes = ex.run(batches, runner) if ex is not None else iter(())
+    outcomes = ex.run(batches, runner or _unit_runner) if ex is not None else iter(())
     try:
         for i, results in outcomes:
             chunk = batches[i].configs
             if isinstance(results, BaseException):
                 failures.append((batches[i], f"{type(results).__name__}: {results}"))
                 continue
-            if len(results) != len(chunk):
-                raise RuntimeError(f"runner returned {len(results)} results for {len(chunk)} configurations")
-            for c, r in zip(chunk, results):
-                if r.config.key() != c.key():
-                    raise RuntimeError(f"runner returned the result of another configuration ({r.config})")
-            for c, r in zip(chunk, results):
-                if not r.data:
-                    r.data = summaries[i]
-                elif data_identity(r.data) is None:
-                    r.data = {**r.data, "identity": summaries[i]["identity"]}
-                elif identity_digest(data_identity(r.data)) != identity_digest(summaries[i]["identity"]):
-                    raise RuntimeError(f"runner returned a result trained on other data ({data_identity(r.data)}) "
-                                       f"than the sweep loaded ({summaries[i]['identity']})")
+            _check_batch_results(chunk, results, summaries[i])
             for c, r in zip(chunk, results):  # the whole batch checked first: never a partial batch stored
                 if c.key() not in to_store[i]:
                     continue  # stored before (its batch-mates were not): the stored row stays
@@ -305,6 +319,26 @@ def run_sweep(
             row = store.get(c, identity_of[c.key()])
         rows.append(row)
     return rows
+
+
+def _check_batch_results(chunk: Sequence[RunConfig], results: Sequence["RunResult"], summary: dict) -> None:
+    """Check a runner's ``results`` for the batch ``chunk`` before anything of it is stored: one result per
+    configuration, each of its own configuration and trained on the data the sweep loaded (``summary``, the data's
+    :meth:`~fedtrain.data.base.FederatedData.summary`, which a result without a data record gets); ``RuntimeError``
+    otherwise."""
+    if len(results) != len(chunk):
+        raise RuntimeError(f"runner returned {len(results)} results for {len(chunk)} configurations")
+    for c, r in zip(chunk, results):
+        if r.config.key() != c.key():
+            raise RuntimeError(f"runner returned the result of another configuration ({r.config})")
+    for c, r in zip(chunk, results):
+        if not r.data:
+            r.data = summary
+        elif data_identity(r.data) is None:
+            r.data = {**r.data, "identity": summary["identity"]}
+        elif identity_digest(data_identity(r.data)) != identity_digest(summary["identity"]):
+            raise RuntimeError(f"runner returned a result trained on other data ({data_identity(r.data)}) "
+                               f"than the sweep loaded ({summary['identity']})")
 
 
 def repeat_config(config: RunConfig, r: int) -> RunConfig:

@@ -6,7 +6,10 @@ Hierarchical linear model: silo ``k`` has ``w_k = θ + τ z_k`` (or, with
 """
 from __future__ import annotations
 
+import json
 import math
+import uuid
+from pathlib import Path
 
 import numpy as np
 
@@ -83,8 +86,6 @@ def engine_vs_reference(data: FederatedData, config, seeds: int) -> tuple[np.nda
     reference (:func:`fedtrain.reference.reference_run`, seeds 100.., the engine's noise multipliers), and the
     standard error of the difference of their means, ``sqrt(s_E²/S + s_R²/S)`` (ddof = 1): the two-sample check
     of the reference tests, ``|m_E − m_R| ≤ 4·se``."""
-    import math
-
     from fedtrain.engine import run_many
     from fedtrain.reference import reference_run
 
@@ -163,16 +164,9 @@ class FlakyRunner:
 
     def calls(self) -> list[list[str]]:
         """The configuration keys of every call so far (in no particular order)."""
-        import json
-        from pathlib import Path
-
         return [json.loads(p.read_text()) for p in sorted(Path(self.folder).glob("call-*.json"))]
 
     def __call__(self, configs, data):
-        import json
-        import uuid
-        from pathlib import Path
-
         from fedtrain.engine import run_many
 
         folder = Path(self.folder)

@@ -8,10 +8,25 @@ from pathlib import Path
 import pytest
 
 
-#: Tests that retrain a committed row of a real-image grid (minutes on one core) run only with ``FEDBOOK_SLOW=1``.
+#: Long checks (half a minute to minutes on one core) run only with ``FEDBOOK_SLOW=1`` (``make slow`` runs just
+#: them): retraining a committed row of a real-image grid, and repeats of a claim at more settings than the one that
+#: ``make test`` recomputes.  Each marks with ``@slow`` (or ``pytest.param(..., marks=slow)``) a check whose faster
+#: equivalent stays in ``make test``; such a test carries the marker ``slow`` too (``pytest -m slow``).
 SLOW_ENV = "FEDBOOK_SLOW"
-slow = pytest.mark.skipif(os.environ.get(SLOW_ENV, "0").strip() != "1",
-                          reason=f"retrains a committed real-image run (minutes on one core): set {SLOW_ENV}=1")
+SLOW_REASON = f"a long check whose faster equivalent runs in make test: set {SLOW_ENV}=1 (make slow)"
+slow = pytest.mark.skipif(os.environ.get(SLOW_ENV, "0").strip() != "1", reason=SLOW_REASON)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: a long check run only with FEDBOOK_SLOW=1 (make slow); a faster "
+                                       "equivalent runs in make test")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``@slow`` also carry the marker ``slow``, so that ``make slow`` selects them (``-m slow``)."""
+    for item in items:
+        if any(m.kwargs.get("reason") == SLOW_REASON for m in item.iter_markers("skipif")):
+            item.add_marker(pytest.mark.slow)
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -48,7 +63,7 @@ def school_path() -> Path:
 def store_that_must_not_train(rows: list, folder: Path, monkeypatch: pytest.MonkeyPatch, what: str):
     """A results store holding the client-level ``rows`` (dicts of a saved FedHDP file), with FedHDP's trainer
     replaced by one that fails the test: ``what`` is served from the store or it is an error."""
-    from fedtrain.fedhdp import trainer
+    from fedtrain.clientdp import trainer
     from fedtrain.results import ResultsStore
 
     store = ResultsStore(folder)

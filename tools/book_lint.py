@@ -157,6 +157,12 @@ return out;
 """
 
 
+def overflow_here(driver) -> list[str]:
+    """``overflow`` problems of the page open in ``driver`` (a 1,280 px window, MathJax settled): the browser
+    test calls it on its own 1,280 px load of each page, so that the lint does not load the page again."""
+    return list(driver.execute_script(_OVERFLOW))
+
+
 def overflow_problems(driver, url: str) -> list[str]:
     """``overflow`` problems of the page at ``url`` in a 1,280 px window (after MathJax has typeset)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -165,7 +171,7 @@ def overflow_problems(driver, url: str) -> list[str]:
     driver.set_window_size(1280, 900)
     driver.get(url)
     browser_check._mathjax_settled(driver)
-    return list(driver.execute_script(_OVERFLOW))
+    return overflow_here(driver)
 
 
 def pages_of(root: Path) -> list[Path]:
@@ -174,14 +180,26 @@ def pages_of(root: Path) -> list[Path]:
                   and "_modules" not in p.relative_to(root).parts)
 
 
-def lint_book(root: Path | str, pages: list[str] | None = None, *, browser: bool = True) -> list[LintReport]:
-    """Lint every page under ``root`` (or the given relative ``pages``): one report per page."""
+def lint_book(root: Path | str, pages: list[str] | None = None, *, browser: bool = True,
+              overflow: dict[str, list[str]] | None = None) -> list[LintReport]:
+    """Lint every page under ``root`` (or the given relative ``pages``): one report per page.
+
+    ``overflow`` (page relative to ``root`` -> its :func:`overflow_here` problems, measured by the caller on a
+    1,280 px load, e.g. the browser test's) is used instead of loading each page here; it must hold every page.
+    """
     root = Path(root)
     if not (root / "index.html").exists() and not pages:
         raise FileNotFoundError(f"no built book at {root} (index.html missing); build it with `make book`")
     paths = [root / p for p in pages] if pages else pages_of(root)
     reports = [lint_html(p.read_text(encoding="utf-8"), p.relative_to(root).as_posix()) for p in paths]
-    if browser:
+    if overflow is not None:
+        missing = [r.page for r in reports if r.page not in overflow]
+        if missing:
+            raise ValueError(f"overflow: no measurement for {len(missing)} page(s), e.g. {missing[:3]}")
+        for rep in reports:
+            for detail in overflow[rep.page]:
+                rep.add("overflow", detail)
+    elif browser:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import browser_check
 

@@ -127,7 +127,8 @@ _WAIT_MATHJAX = """
 const done = arguments[arguments.length - 1];
 let finished = false;
 const finish = (v) => { if (!finished) { finished = true; done(v); } };
-const settle = () => setTimeout(() => finish(true), 200);
+// settled: the frame after the typeset output was laid out (two animation frames), not a fixed delay
+const settle = () => requestAnimationFrame(() => requestAnimationFrame(() => finish(true)));
 // bounded: a typeset that never settles is reported as 'pending' (the caller reloads once, then the
 // math check reports whatever is still untypeset) instead of hanging the WebDriver script timeout
 setTimeout(() => finish('pending'), 20000);
@@ -151,14 +152,14 @@ const skip = 'pre, code, script, style, mjx-container, .math, textarea, kbd, sam
 const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
 const re = /\$|\\\(|\\\)|\\\[|\\\]|\\(frac|sigma|lambda|tau|epsilon|varepsilon|mathcal|mathrm|sum|sqrt)\b/;
 let node;
+// (the cheap regular expression first: the ancestor and visibility tests only for the few nodes it matches)
 while ((node = walker.nextNode())) {
+  const m = node.textContent.match(re);
+  if (!m) continue;
   const p = node.parentElement;
   if (!p || p.closest(skip) || !visible(p)) continue;
-  const m = node.textContent.match(re);
-  if (m) {
-    const t = node.textContent, i = m.index;
-    out.raw.push(t.slice(Math.max(0, i - 40), i + 40).replace(/\s+/g, ' '));
-  }
+  const t = node.textContent, i = m.index;
+  out.raw.push(t.slice(Math.max(0, i - 40), i + 40).replace(/\s+/g, ' '));
 }
 for (const el of [document.querySelector('title')]) {
   if (el && re.test(el.textContent)) out.raw.push('<title> ' + el.textContent.slice(0, 80));
@@ -193,10 +194,11 @@ const roles = /\{(term|ref|doc|numref|eq|cite|glue|download|math|prf:ref)(:[a-z]
 const walker2 = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
 out.markup = [];
 while ((node = walker2.nextNode())) {
+  const m = node.textContent.match(roles);
+  if (!m) continue;
   const p = node.parentElement;
   if (!p || p.closest('.cell_input, .highlight, script, style, textarea') || !visible(p)) continue;
-  const m = node.textContent.match(roles);
-  if (m) out.markup.push(node.textContent.slice(Math.max(0, m.index - 30), m.index + 40).replace(/\s+/g, ' '));
+  out.markup.push(node.textContent.slice(Math.max(0, m.index - 30), m.index + 40).replace(/\s+/g, ' '));
 }
 // alt text: what the image shows, not a path or a function name
 // a file name or path (one word holding a slash or an image extension), or a dotted/underscored identifier
@@ -485,7 +487,10 @@ def _mathjax_settled(driver) -> bool:
         return False
 
 
-def check_page(driver, url: str, name: str) -> PageReport:
+def check_page(driver, url: str, name: str, at_1280=None) -> PageReport:
+    """Every check of the page at ``url``: loaded once at 1,280 px (all checks but the phone's layout) and once
+    at 390 px (:func:`check_layout`).  ``at_1280(driver, report)``, if given, runs on the 1,280 px load right
+    after MathJax has settled, before any widget is moved (the book lint measures its overflow there)."""
     report = PageReport(name)
     driver.get_log("browser")  # drop the previous page's messages
     driver.get(url)
@@ -495,6 +500,8 @@ def check_page(driver, url: str, name: str) -> PageReport:
         if not _mathjax_settled(driver):
             report.add("math", "MathJax did not finish typesetting within 20 s (or the page did not answer), twice")
     found = driver.execute_script(_INSPECT)
+    if at_1280 is not None:
+        at_1280(driver, report)
     widgets = driver.execute_async_script(_WIDGETS)
     check_dark(driver, report)
     check_live(driver, report)
@@ -529,20 +536,31 @@ def pages_of(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*.html") if not (set(p.relative_to(root).parts[:-1]) & SKIP_DIRS))
 
 
-def check_book(root: Path | str, pages: list[str] | None = None) -> list[PageReport]:
-    """Check every page under ``root`` (or the given relative ``pages``); one report per page."""
+def check_book(root: Path | str, pages: list[str] | None = None, *, driver=None, base: str | None = None,
+               at_1280=None) -> list[PageReport]:
+    """Check every page under ``root`` (or the given relative ``pages``); one report per page.
+
+    With ``driver`` and ``base`` (a browser from :func:`start_browser` and the URL :func:`serve` gives for
+    ``root``) the pages are checked in that browser, which stays open; otherwise one is started and closed
+    here.  ``at_1280`` is passed to :func:`check_page`.
+    """
     root = Path(root)
     if not (root / "index.html").exists() and not pages:
         raise FileNotFoundError(f"no built book at {root} (index.html missing); build it with `make book`")
     paths = [root / p for p in pages] if pages else pages_of(root)
-    server, base = serve(root)
-    driver = start_browser()
+    own = driver is None
+    if own:
+        server, base = serve(root)
+        driver = start_browser()
+    elif base is None:
+        raise ValueError("base: the URL that serves root is required with driver")
     try:
-        return [check_page(driver, base + p.relative_to(root).as_posix(), p.relative_to(root).as_posix())
+        return [check_page(driver, base + p.relative_to(root).as_posix(), p.relative_to(root).as_posix(), at_1280)
                 for p in paths]
     finally:
-        driver.quit()
-        server.shutdown()
+        if own:
+            driver.quit()
+            server.shutdown()
 
 
 def format_reports(reports: list[PageReport]) -> str:

@@ -4,14 +4,14 @@ Folders written by :func:`fedtrain.fedhdp.experiments.run_experiment` before its
 store's filed each run as ``<20 hex digits>.json``: the SHA-256 of the configuration's JSON alone, without the
 engine version or the data.  They are now filed in a :class:`fedtrain.results.ResultsStore` under
 :func:`fedtrain.results.row_key`: the configuration's
-key (:meth:`FedHDPConfig.key <fedtrain.fedhdp.config.FedHDPConfig.key>`, which holds the engine version) and the
+key (:meth:`FedHDPConfig.key <fedtrain.clientdp.config.FedHDPConfig.key>`, which holds the engine version) and the
 digest of the identity of the data the run was trained on (recorded in the row).
 
 Each old row is verified before it moves: its stored configuration must round-trip through
-:class:`~fedtrain.fedhdp.config.FedHDPConfig` unchanged, hash to the name it is filed under with the old key, and
+:class:`~fedtrain.clientdp.config.FedHDPConfig` unchanged, hash to the name it is filed under with the old key, and
 record its data's identity (a row written before identities were recorded names only a file and a checksum that
 the loaders no longer compute, so which data it ran on cannot be checked: it stays, to be recomputed), and its
-fields must round-trip through :class:`~fedtrain.fedhdp.trainer.FedHDPResult`.  A verified row is stored
+fields must round-trip through :class:`~fedtrain.clientdp.trainer.FedHDPResult`.  A verified row is stored
 atomically under its new key (its numbers untouched; ``key`` is added), read back checked, and the old file
 removed; a row that fails a check is left where it is and reported (exit status 1).
 Files with other names are not touched.  Run from the repository root::
@@ -28,8 +28,8 @@ import sys
 from pathlib import Path
 
 from fedtrain.data.base import data_identity
-from fedtrain.fedhdp.config import FedHDPConfig
-from fedtrain.fedhdp.trainer import FedHDPResult
+from fedtrain.clientdp.config import FedHDPConfig
+from fedtrain.clientdp.trainer import FedHDPResult
 from fedtrain.results import ResultsStore, row_key
 
 OLD_KEY = re.compile(r"^[0-9a-f]{20}$")

@@ -9,6 +9,8 @@ Submodules: :mod:`~fedtheory.privacy.events` (mechanisms described as ``dp_accou
 ``step_fusion`` (App. A.3 fused local steps) and ``model_averaging`` (averaging locally private models) are
 importable as submodules (not imported here).  Adjacency is add/remove-one record unless stated.
 """
+import importlib
+
 # The names below are imported from their submodules on first use (PEP 562), so that importing one
 # submodule (e.g. the accountants, for `fedtrain run`) does not import them all (scipy.optimize, ...).
 _LAZY = {
@@ -47,8 +49,6 @@ _LAZY = {
 
 def __getattr__(name: str):
     if name in _LAZY:
-        import importlib
-
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value

@@ -47,6 +47,7 @@ import json
 import math
 import os
 import warnings
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Callable
 
@@ -167,8 +168,6 @@ def cache_dir() -> Path | None:
 
 
 def _versions(accountant: str) -> dict:
-    from importlib.metadata import PackageNotFoundError, version
-
     out = {"calibration": CALIBRATION_VERSION}
     for pkg in {"pld": ("dp-accounting",), "prv": ("opacus",)}.get(accountant, ()):
         try:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import importlib.util
+import os
 import sys
 
 import attr
@@ -46,8 +47,6 @@ def _dp_event_module():
     spec = importlib.util.find_spec("dp_accounting")  # locates the package without importing it
     if spec is None or not spec.submodule_search_locations:  # pragma: no cover - dp_accounting is a dependency
         raise ImportError("dp_accounting is not installed (it is a dependency of fedbook: pip install -e .)")
-    import os
-
     path = os.path.join(list(spec.submodule_search_locations)[0], "dp_event.py")
     sub = importlib.util.spec_from_file_location(name, path)
     if sub is None or sub.loader is None or "dp_accounting" in sys.modules:  # pragma: no cover

@@ -29,6 +29,7 @@ absolute values of the series and returns a looser bound, or ``inf``).
 """
 from __future__ import annotations
 
+import logging
 import warnings
 from typing import Literal
 
@@ -367,8 +368,6 @@ def _rdp_opacus(q: float, sigma: float, orders: np.ndarray) -> np.ndarray:
 
 
 def _rdp_dp_accounting(q: float, sigma: float, orders: np.ndarray) -> np.ndarray:
-    import logging
-
     from dp_accounting.rdp import rdp_privacy_accountant as ra
 
     if np.isinf(sigma):

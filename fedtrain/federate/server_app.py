@@ -83,9 +83,9 @@ class _Federation:
             with open(self.progress, "a") as fh:
                 fh.write(json.dumps(encode(entry)) + "\n")
 
-    def run(self) -> dict:
-        t0 = time.perf_counter()
-        cfg, want = self.cfg, int(self.spec["num_nodes"])
+    def _wait_for_nodes(self) -> list:
+        """The SuperNodes' ids once ``num_nodes`` have connected (``RuntimeError`` after ``setup_timeout`` seconds)."""
+        want = int(self.spec["num_nodes"])
         deadline = time.monotonic() + float(self.spec.get("setup_timeout", 120.0))
         nodes = list(self.grid.get_node_ids())
         while len(nodes) < want:
@@ -94,6 +94,12 @@ class _Federation:
                                    f"{self.spec.get('setup_timeout', 120.0):g} s")
             time.sleep(0.2)
             nodes = list(self.grid.get_node_ids())
+        return nodes
+
+    def _set_up(self, nodes: list) -> tuple[dict[int, list[int]], dict[int, int], int, np.ndarray]:
+        """Ask every SuperNode for its silos: ``(silos_of, n, K, w0)``, the silos each node serves, each silo's
+        training-set size, the number of silos and the shared initial model; ``RuntimeError`` unless each silo is
+        served once."""
         replies, _, _ = self._send(nodes, MessageType.QUERY, -1, None, self.round_timeout)
         if len(replies) < len(nodes):
             raise RuntimeError(f"{len(nodes) - len(replies)} SuperNode(s) failed the set-up (see their logs)")
@@ -112,6 +118,14 @@ class _Federation:
         if covered != list(range(K)):
             raise RuntimeError(f"the SuperNodes serve silos {covered[:5]}... ({len(covered)}), not each of the "
                                f"{K} silos once: check their partition-id / num-partitions")
+        return silos_of, n, K, wbar
+
+    def run(self) -> dict:
+        """Train ``rounds`` rounds with the SuperNodes (a node that does not answer in time is dropped, one whose
+        silos are spent leaves), then have every node still there evaluate; the run's result (:meth:`_result`)."""
+        t0 = time.perf_counter()
+        cfg = self.cfg
+        silos_of, n, K, wbar = self._set_up(self._wait_for_nodes())
         sizes = np.array([n[k] for k in range(K)], dtype=float)
         agg = sizes / sizes.sum() if cfg.aggregation == "weighted" else np.full(K, 1.0 / K)
         agg = agg.astype(np.float32)

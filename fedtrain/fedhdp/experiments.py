@@ -1,15 +1,10 @@
-"""The paper's non-IID experiments at CPU scale, as data, and the checks of its claims 1-4.
+"""The paper's non-IID experiments at CPU scale, and the checks of its claims 1-4.
 
-Scales (:data:`SCALES`; every setting is stated, nothing else is tuned):
-
-* ``"claims"`` — the structure of non-IID MNIST (2,000 clients, one class each, 30 samples, q = 0.05,
-  ~100 clients per round, 5 % opt-outs, Table 6's FC network, Table 7's learning rates and adaptive
-  clipping) on scikit-learn's 8×8 digits, 100 rounds of 2 local epochs instead of 500 of 25.  The
-  digits' network has D = 3,760 parameters against MNIST's 39,760, so the noise multiplier is raised
-  to z = 5 to keep the paper's ratio of the noise norm on the private average to the clipping norm,
-  ``z √D / (q N_p)`` = 3.2 (the paper: 1.5·√39760/95 = 3.2).  Both datasets and 3 seeds:
-  ``fedtrain fedhdp-claims --scale claims`` (its cost: ``benchmarks/README.md``).
-* ``"chapter"`` — 400 clients, q = 0.1, 30 rounds of 1 epoch, z = 2 (the same ratio, 3.2): seconds per run.
+The experiments are grids of the presets (:data:`fedtrain.client_presets.FEDHDP_SCALES` on the digit stand-in,
+:data:`fedtrain.client_presets.FEDHDP_GRIDS` on real images; every setting is stated there, nothing else is tuned), run
+through :func:`fedtrain.sweep.run_sweep` like every other grid (:func:`run_experiment`); the committed rows are in
+the results store ``results/`` (:data:`fedtrain.client_presets.FEDHDP_COMMITTED`, read with
+:meth:`fedtrain.book_results.BookStore.client_rows`).
 
 Claims (the inventory's list; mean ± sd over seeds, :func:`check_claims`):
 
@@ -28,10 +23,10 @@ tie, not a hold, when the difference lies within 2 SE), a kind (:data:`PAPER_CLA
 :data:`PRIVACY_CHECK`) and, where it matters, what it can and cannot show (``scope``): claim 5 holds by
 construction at r = 1, so it tests the code, not FedHDP; claim 3 rests on the arg-max of a coarse ratio grid.
 
-The real-image grid ``claims-fashion`` (:data:`fedtrain.presets.FEDHDP_GRIDS`) is computed into a results store by
+The real-image grid ``claims-fashion`` (:data:`fedtrain.client_presets.FEDHDP_GRIDS`) is computed into a results store by
 ``benchmarks/run_real_image_grids.py``; :func:`grid_rows` serves it from there (training nothing) and
-:func:`save_results` writes it with its provenance (:func:`grid_provenance`) for the book:
-``fedtrain fedhdp-claims --grid claims-fashion --results DIR --save book/data/fedhdp_claims_fashion.json``.
+``fedtrain fedhdp-claims --grid claims-fashion --results DIR --pack results`` packs it with its provenance
+(:func:`grid_provenance`) into the committed store the book reads.
 """
 from __future__ import annotations
 
@@ -42,7 +37,6 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from fedtheory.atomic_io import write_text_atomic
 from fedtrain.analysis import spread_text
 from fedtrain.claim_check import (FAILS, HOLDS, IMPLEMENTATION_CHECK, PAPER_CLAIM, PRIVACY_CHECK, TIE, ClaimCheck,
                                   verdict as _verdict)
@@ -51,13 +45,14 @@ from fedtrain.data.files import DatasetNotFoundError
 from fedtrain.data.noniid_fashion import nonprivate_distinct_share
 from fedtrain.data.registry import load_dataset
 from fedtrain.encoding import decode_float
-from fedtrain.fedhdp.accounting import group_epsilon
-from fedtrain.fedhdp.config import FEDHDP_METHODS, FedHDPConfig
+from fedtrain.clientdp.accounting import group_epsilon
+from fedtrain.clientdp.config import FEDHDP_METHODS, FedHDPConfig
 from fedtrain.methods.registry import CLIENT, method_spec
 from fedtrain.results import ResultsStore, git_commit, row_key
+from fedtrain.sweep import run_sweep
 
-__all__ = ["PAPER_TABLE2", "SCALES", "method_configs", "experiment_configs", "run_experiment", "grid_rows", "load_results",
-           "load_provenance", "grid_provenance", "grid_setting", "opted_out_share", "save_results", "check_claims", "format_checks",
+__all__ = ["PAPER_TABLE2", "run_experiment", "grid_rows", "load_results",
+           "grid_provenance", "grid_setting", "opted_out_share", "check_claims", "format_checks",
            "HOLDS", "TIE", "FAILS", "PAPER_CLAIM", "IMPLEMENTATION_CHECK", "PRIVACY_CHECK", "CLAIM3_SCOPE", "CLAIM5_SCOPE",
            "best_ratio", "paper_comparison"]
 
@@ -71,86 +66,28 @@ PAPER_TABLE2: dict[str, dict] = {
                "dp-fedavg": 88.93, "hdp-fedavg": 88.25, "nonprivate": 93.67, "r0_acc_g": 10.27},
 }
 
-SCALES: dict[str, dict] = {
-    "claims": {
-        "data": dict(num_clients=2000, samples_per_client=30, test_per_client=10),
-        "train": dict(rounds=100, sample_rate=0.05, local_epochs=2, noise_multiplier=5.0, lam_private=0.005,
-                      lam_nonprivate=0.005),
-        "ratios": (0.0, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5),
-        "seeds": (0, 1, 2),
-    },
-    "chapter": {
-        "data": dict(num_clients=400, samples_per_client=30, test_per_client=10),
-        "train": dict(rounds=30, sample_rate=0.1, local_epochs=1, noise_multiplier=2.0, lam_private=0.005,
-                      lam_nonprivate=0.005),
-        "ratios": (0.0, 0.05, 0.2),
-        "seeds": (0, 1, 2),
-    },
-}
-
-
-def _scale(scale: str) -> dict:
-    if scale not in SCALES:
-        raise ValueError(f"scale must be one of {', '.join(map(repr, SCALES))} (got {scale!r})")
-    return SCALES[scale]
-
-
-def method_configs(method: str, ratios: Sequence[float], **fields) -> list[FedHDPConfig]:
-    """One configuration per ratio for a method taking the weight ratio ``r`` (registry), else one (``r = 1``)."""
-    if method_spec(method).takes_ratio:
-        return [FedHDPConfig(method=method, ratio=r, **fields) for r in ratios]
-    return [FedHDPConfig(method=method, **fields)]
-
-
-def experiment_configs(scale: str, dataset: str = "noniid-digits", *, seeds: Sequence[int] | None = None,
-                       ratios: Sequence[float] | None = None,
-                       methods: Sequence[str] = FEDHDP_METHODS) -> list[FedHDPConfig]:
-    """The configurations of one scale on one dataset: the baselines once, FedHDP at every ratio; × seeds."""
-    s = _scale(scale)
-    seeds = s["seeds"] if seeds is None else seeds
-    ratios = s["ratios"] if ratios is None else ratios
-    out = []
-    for method in methods:
-        for c in method_configs(method, ratios, dataset=dataset, dataset_options=dict(s["data"]), **s["train"]):
-            out += [c.replace(seed=int(seed)) for seed in seeds]
-    return out
-
-
 def run_experiment(configs: Iterable[FedHDPConfig], store: "str | Path | ResultsStore | None" = None, *,
                    progress: bool = False, log=None, data_dir: str | None = None) -> list[dict]:
-    """Run every config (data loaded once per dataset) and return the results' ``to_dict()`` forms.
+    """Run every config through :func:`fedtrain.sweep.run_sweep` and return the results' ``to_dict()`` forms.
 
     ``store``: a results folder (:class:`~fedtrain.results.ResultsStore`, or its path); each finished run is
     written there atomically under its row key (the config's key, which holds the engine version, and the data's
     identity) and, when present and checked against its key, read instead of trained, so an interrupted
-    experiment resumes.  ``data_dir``: the folder of the file datasets (default: where the loaders look).
+    experiment resumes.  The runs are trained one at a time (one per batch), each by the runner its method's
+    registry entry names (:attr:`fedtrain.methods.registry.MethodSpec.runner`); ``log`` (a callable taking a
+    line) hears of each run trained.  ``data_dir``: the folder of the file datasets (default: where the loaders
+    look).
     """
-    from fedtrain.fedhdp.trainer import train  # torch: loaded when something trains
+    def runner(batch, data):
+        results = batch[0].spec.runner(batch, data)
+        for r in results if log is not None else ():
+            m = r.metrics
+            log(f"{r.config.dataset} {r.config.method} r={r.config.effective_ratio:g} seed={r.config.seed}: "
+                f"acc_g={m['acc_g']:.2f} ({r.wall_time:.1f} s)")
+        return results
 
-    folder = None if store is None else store if isinstance(store, ResultsStore) else ResultsStore(store)
-    if folder is not None:
-        folder.root.mkdir(parents=True, exist_ok=True)
-    cache: dict[str, object] = {}
-    rows = []
-    for c in configs:
-        dkey = json.dumps([c.dataset, c.dataset_options], sort_keys=True)
-        if dkey not in cache:
-            opts = dict(c.dataset_options, **({"data_dir": data_dir} if data_dir is not None else {}))
-            cache[dkey] = load_dataset(c.dataset, **opts)
-        stored = None if folder is None else folder.get(c, cache[dkey].identity())
-        if stored is not None:
-            rows.append(stored.to_dict())
-            continue
-        result = train(c, cache[dkey], progress=progress)
-        if folder is not None:
-            folder.put(result)
-        row = result.to_dict()
-        if log is not None:
-            m = row["metrics"]
-            log(f"{c.dataset} {c.method} r={c.effective_ratio:g} seed={c.seed}: acc_g={m['acc_g']:.2f} "
-                f"({row['wall_time']:.1f} s)")
-        rows.append(row)
-    return rows
+    rows = run_sweep(list(configs), store=store, data_dir=data_dir, runner=runner, chunk_size=1, progress=progress)
+    return [r.to_dict() for r in rows]
 
 
 def grid_rows(configs: Sequence[FedHDPConfig], store: "str | Path | ResultsStore", *,
@@ -177,19 +114,12 @@ def grid_rows(configs: Sequence[FedHDPConfig], store: "str | Path | ResultsStore
 
 
 def load_results(store: str | Path) -> list[dict]:
-    """Every run stored in ``store``: a folder of :func:`run_experiment` or a file of :func:`save_results`."""
+    """Every client-level run stored in the working store ``store`` (a folder of :func:`run_experiment`), as dicts;
+    the committed runs are read with :meth:`fedtrain.book_results.BookStore.client_rows`."""
     path = Path(store)
-    if path.is_file():
-        return json.loads(path.read_text())["runs"]
     if not path.is_dir():
         raise FileNotFoundError(f"no FedHDP results at {path} (run: fedtrain fedhdp-claims --results {path})")
     return [r.to_dict() for r in ResultsStore(path).rows(kind=CLIENT)]
-
-
-def load_provenance(path: str | Path) -> dict:
-    """The header of a file of :func:`save_results`: everything but the runs (scale or grid, command, provenance)."""
-    data = json.loads(Path(path).read_text())
-    return {k: v for k, v in data.items() if k != "runs"}
 
 
 def _one(values, what: str):
@@ -210,9 +140,10 @@ def _rows_commits(rows: Sequence[dict]) -> str:
 
 def grid_provenance(rows: Sequence[dict], grid: str, *, target_epsilon: float, command: str,
                     rows_commit: str | None = None, missing: int = 0) -> dict:
-    """What a saved grid records next to its runs (:func:`save_results`), read from the rows themselves.
+    """What a packed grid records next to its runs (its header, :func:`fedtrain.book_results.pack_client_grid`), read
+    from the rows themselves.
 
-    ``grid``: its name in :data:`fedtrain.presets.FEDHDP_GRIDS`; ``target_epsilon``: the ε its noise was calibrated
+    ``grid``: its name in :data:`fedtrain.client_presets.FEDHDP_GRIDS`; ``target_epsilon``: the ε its noise was calibrated
     to (that entry's ``target_epsilon``; ``ValueError`` unless positive and finite); ``command``: the
     command that writes the file; ``rows_commit``: the commit(s) of the code that computed the rows, for rows that
     do not record it (a row's ``provenance``, written by :meth:`fedtrain.results.ResultsStore.put`, names its commit;
@@ -289,20 +220,6 @@ def opted_out_share(dataset: str, rows: Sequence[dict] = (), *, data_dir: str | 
                          f"loaded now give {(held, total)}")
     return {"held": held, "total": total, "share": share, "source": "data"}
 
-
-def save_results(rows: Sequence[dict], path: str | Path, *, command: str, scale: str | None = None,
-                 grid: str | None = None, provenance: dict | None = None) -> None:
-    """Write ``rows`` (without per-round curves) to one JSON file with the scale or grid, the command that made
-    them and, for a grid, its ``provenance`` (:func:`grid_provenance`)."""
-    if (scale is None) == (grid is None):
-        raise ValueError("give exactly one of scale (a SCALES entry) and grid (a FEDHDP_GRIDS entry)")
-    slim = [{k: v for k, v in r.items() if k not in ("curve", "curve_rounds")} for r in rows]
-    head = {"scale": scale} if scale is not None else {"grid": grid}
-    head["command"] = command
-    if provenance is not None:
-        head["provenance"] = provenance
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(Path(path), json.dumps({**head, "runs": slim}))
 
 
 CLAIM3_SCOPE = ("Can show that the skewed data's best grid ratio is higher and, where the skewed data prefer it to "

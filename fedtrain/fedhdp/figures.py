@@ -7,7 +7,7 @@ import numpy as np
 
 from fedtheory.linear_regression import numeric as nm
 from fedtrain.encoding import decode_float
-from fedtrain.fedhdp.config import FEDHDP_METHODS
+from fedtrain.clientdp.config import FEDHDP_METHODS
 from fedtrain.methods.registry import method_spec
 
 __all__ = ["plot_claims_vs_ratio", "personal_accuracy", "plot_theory_link"]

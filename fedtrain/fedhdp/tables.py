@@ -20,7 +20,7 @@ import numpy as np
 
 from fedtrain.analysis import spread_text
 from fedtrain.encoding import decode_float
-from fedtrain.fedhdp.config import FEDHDP_METHODS
+from fedtrain.clientdp.config import FEDHDP_METHODS
 from fedtrain.methods.registry import method_spec
 
 __all__ = ["COLUMNS", "TABLE_PARTS", "table_rows", "format_table"]
@@ -59,8 +59,8 @@ def _sd(vals):
 def table_rows(results: Iterable) -> list[dict]:
     """One row per (method, r): the mean over seeds of every column and variance, ``sd_*`` over seeds, ``n``.
 
-    ``results``: :class:`~fedtrain.fedhdp.trainer.FedHDPResult` objects or their ``to_dict()`` form.
-    Rows come in the paper's order (methods as in :data:`~fedtrain.fedhdp.config.FEDHDP_METHODS`, r ascending).
+    ``results``: :class:`~fedtrain.clientdp.trainer.FedHDPResult` objects or their ``to_dict()`` form.
+    Rows come in the paper's order (methods as in :data:`~fedtrain.clientdp.config.FEDHDP_METHODS`, r ascending).
     """
     groups: dict[tuple, list[dict]] = {}
     for r in results:

@@ -3,7 +3,7 @@
 The theory (:mod:`fedtheory.linear_regression.numeric`) assumes: every client holds ``n`` samples with
 ``FᵀF = n I`` (so its least-squares estimate is ``φ̂_j ~ N(φ_j, ξ² I)``, ``ξ² = σ²/n`` (the paper's α²)), ``φ_j ~ N(φ, τ² I)``,
 one aggregation round, clipping that never binds, and private noise of variance κ² (the paper's γ²) on the private
-group's *average*.  This module trains that model with the real trainer (:func:`fedtrain.fedhdp.trainer.train`):
+group's *average*.  This module trains that model with the real trainer (:func:`fedtrain.clientdp.trainer.train`, the ``class_path`` of FedHDP's registry entry):
 
 * data: :func:`fedtrain.data.gaussian.gaussian_linear_regression` (``F_jᵀF_j = n I``) with the first
   ``N_np`` clients opted out;
@@ -28,7 +28,8 @@ from fedtrain.data.base import FederatedData
 from fedtheory.linear_regression import numeric as nm
 from fedtheory.linear_regression.privacy_level import gamma2_of_noise_multiplier
 from fedtrain.data.gaussian import gaussian_linear_regression
-from fedtrain.fedhdp.config import FedHDPConfig
+from fedtrain.clientdp.config import FedHDPConfig
+from fedtrain.methods.registry import method_spec
 
 __all__ = ["linreg_opt_out_data", "LinRegComparison", "compare_with_theory"]
 
@@ -74,8 +75,7 @@ def compare_with_theory(*, N: int = 20, N_np: int = 4, n: int = 50, dim: int = 1
                         ratios=(0.05, 0.1, 0.2, 0.4, 0.7, 1.0), lams=(0.1, 0.3, 1.0, 3.0, 10.0), reps: int = 40,
                         seed: int = 0) -> LinRegComparison:
     """Train the module's setting on ``reps`` fresh datasets per point and return measured vs closed-form errors."""
-    from fedtrain.fedhdp.trainer import train
-
+    train = method_spec("fedhdp").cls  # the client-level trainer, loaded through the registry (imports torch)
     N1, N2 = int(N_np), int(N) - int(N_np)
     alpha2, tau2 = sigma ** 2 / n, tau ** 2
     gamma2 = gamma2_of_noise_multiplier(noise_multiplier, clip, N2, 1.0)

@@ -1,5 +1,5 @@
 """The federated methods: those of the MR-MTL paper, each a small class driving :class:`fedtrain.engine.Trainer`
-(privacy unit: a record of a silo), and FedHDP with its baselines, run by :func:`fedtrain.fedhdp.trainer.train`
+(privacy unit: a record of a silo), and FedHDP with its baselines, run by :func:`fedtrain.clientdp.trainer.train`
 (privacy unit: a client).
 
 Their metadata (name, label, colour, privacy unit, whether they use λ, options, code) lives in one registry,
@@ -19,7 +19,7 @@ name            paper                                                       modu
 ==============  ==========================================================  =====================
 
 Privacy unit: a client (Aldaghri et al.; every one runs Ditto next to the global model):
-``nonprivate``, ``dp-fedavg``, ``hdp-fedavg``, ``fedhdp`` (:mod:`fedtrain.fedhdp`).
+``nonprivate``, ``dp-fedavg``, ``hdp-fedavg``, ``fedhdp`` (:mod:`fedtrain.clientdp`).
 
 The classes (``Method``, ``Local``, ``FedAvg``, ...) are imported on first access, so that the
 registry (and configuration validation) does not import torch.

@@ -5,13 +5,19 @@ Each :class:`MethodSpec` names the method, its legend label and plot colour, its
 DP-SGD inside each silo; or a client, for FedHDP and its baselines, which add noise to the clients'
 model updates), whether it has a regularization strength λ, its options dataclass
 (:mod:`fedtrain.methods.options`, validated, turned into CLI flags), the privacy groups a client-level
-method forms, and the code running it (a :class:`~fedtrain.methods.base.Method` of the cross-silo engine,
-or the client-level trainer :func:`fedtrain.fedhdp.trainer.train`).  The configurations
-(:class:`fedtrain.config.RunConfig`, :class:`fedtrain.fedhdp.config.FedHDPConfig`), the engines' checks,
-the CLI, the sweeps, the tables and the figures all read this registry; adding a method means adding one
-entry (and its code).
+method forms, and the code running it: ``class_path``, a :class:`~fedtrain.methods.base.Method` of the
+cross-silo engine or the client-level trainer :func:`fedtrain.clientdp.trainer.train`.  The privacy unit is
+a registry entry too (:data:`UNIT_CODE`): each unit names its **configuration class**
+(:class:`fedtrain.config.RunConfig`, :class:`fedtrain.clientdp.config.FedHDPConfig`), its **runner**
+(``runner(configs, data) -> results``: :func:`fedtrain.engine.run_many`, :func:`fedtrain.clientdp.trainer.run_many`)
+and its **validator** (``validator(config, data)``, raising ``ValueError`` before anything trains:
+:func:`fedtrain.engine.validate`, :func:`fedtrain.clientdp.trainer.validate`), and every method reaches them
+through its spec (:attr:`MethodSpec.config_class`, :attr:`MethodSpec.runner`, :attr:`MethodSpec.validator`).
+The configurations, the engines' checks, the CLI, the sweeps (:func:`fedtrain.sweep.run_sweep` runs a grid of
+either unit through its runner), the tables and the figures all read this registry; adding a method means adding
+one entry (and its code).
 
-Classes are imported on first use (:attr:`MethodSpec.cls`), so that validating a configuration or
+Code is imported on first use (:attr:`MethodSpec.cls` and the three above), so that validating a configuration or
 printing ``fedtrain --help`` does not import torch.
 """
 from __future__ import annotations
@@ -35,7 +41,7 @@ from fedtrain.params import Param, params_of
 
 __all__ = ["MethodSpec", "METHOD_REGISTRY", "METHODS", "LAMBDA_METHODS", "RECORD", "CLIENT", "PRIVACY_UNITS",
            "GROUPS", "RECORD_METHODS", "CLIENT_METHODS", "method_spec", "get_method", "option_params",
-           "register_method", "methods_of_unit", "methods_table"]
+           "register_method", "methods_of_unit", "methods_table", "UNIT_CODE", "UnitCode"]
 
 #: The privacy units: what one adjacent dataset adds or removes.
 RECORD = "record"
@@ -46,6 +52,32 @@ PRIVACY_UNITS = {
     CLIENT: "a client (client-level DP: add/remove one client with all of its data; noise on the sum of the "
             "clients' clipped updates, certified per privacy group)",
 }
+
+
+@dataclass(frozen=True)
+class UnitCode:
+    """The code of one privacy unit, as ``module:name`` paths imported on first use: ``config`` (the configuration
+    class of its methods), ``runner`` (``runner(configs, data) -> results``, trains a batch on one dataset) and
+    ``validator`` (``validator(config, data)``: every check before training, ``ValueError`` on a failure)."""
+
+    config: str
+    runner: str
+    validator: str
+
+
+#: The code of each privacy unit (:class:`UnitCode`).
+UNIT_CODE = {
+    RECORD: UnitCode("fedtrain.config:RunConfig", "fedtrain.engine:run_many", "fedtrain.engine:validate"),
+    CLIENT: UnitCode("fedtrain.clientdp.config:FedHDPConfig", "fedtrain.clientdp.trainer:run_many",
+                     "fedtrain.clientdp.trainer:validate"),
+}
+
+
+def _load(path: str) -> Any:
+    module, name = path.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
 #: The privacy groups a client-level method may form: the opted-out clients (no noise, no guarantee) and the
 #: private clients (noise, client-level guarantee).
 GROUPS = ("nonprivate", "private")
@@ -88,9 +120,25 @@ class MethodSpec:
     @property
     def cls(self) -> Any:
         """The code running the method, imported on first use: a :class:`fedtrain.methods.base.Method`
-        subclass (privacy unit: a record), or :func:`fedtrain.fedhdp.trainer.train` (a client)."""
-        module, name = self.class_path.split(":")
-        return getattr(importlib.import_module(module), name)
+        subclass (privacy unit: a record), or :func:`fedtrain.clientdp.trainer.train` (a client)."""
+        return _load(self.class_path)
+
+    @property
+    def config_class(self) -> type:
+        """The configuration class of the method's privacy unit (:data:`UNIT_CODE`), imported on first use."""
+        return _load(UNIT_CODE[self.unit].config)
+
+    @property
+    def runner(self) -> Callable[..., Any]:
+        """``runner(configs, data) -> results`` of the method's privacy unit (:data:`UNIT_CODE`): trains a batch
+        of configurations on one dataset (imports torch on first use)."""
+        return _load(UNIT_CODE[self.unit].runner)
+
+    @property
+    def validator(self) -> Callable[..., None]:
+        """``validator(config, data)`` of the method's privacy unit (:data:`UNIT_CODE`): every check before
+        training, ``ValueError`` on a failure."""
+        return _load(UNIT_CODE[self.unit].validator)
 
     @property
     def unit_text(self) -> str:
@@ -151,17 +199,17 @@ for _spec in (
                "IFCA with private cluster selection (Ghosh et al.; App. D, Fig. 3)", _ifca_detail),
     MethodSpec("ifca-mrmtl", "IFCA-MR-MTL", "tab:pink", True, IFCAMRMTLOptions, "fedtrain.methods.ifca:IFCAMRMTL",
                "IFCA-preconditioned MR-MTL, Algorithm A2 (Fig. 6)", _ifca_detail),
-    MethodSpec("nonprivate", "Non-Private+Ditto", "gray", False, ClientDittoOptions, "fedtrain.fedhdp.trainer:train",
+    MethodSpec("nonprivate", "Non-Private+Ditto", "gray", False, ClientDittoOptions, "fedtrain.clientdp.trainer:train",
                "Non-Private+Ditto (Aldaghri et al. Sec. 5): one group, every client, no noise",
                unit=CLIENT, groups=("nonprivate",)),
-    MethodSpec("dp-fedavg", "DP-FedAvg+Ditto", "tab:blue", False, ClientDittoOptions, "fedtrain.fedhdp.trainer:train",
+    MethodSpec("dp-fedavg", "DP-FedAvg+Ditto", "tab:blue", False, ClientDittoOptions, "fedtrain.clientdp.trainer:train",
                "DP-FedAvg+Ditto (Aldaghri et al. Sec. 5): one group, every client private",
                unit=CLIENT, groups=("private",)),
     MethodSpec("hdp-fedavg", "HDP-FedAvg+Ditto", "tab:green", False, ClientDittoOptions,
-               "fedtrain.fedhdp.trainer:train",
+               "fedtrain.clientdp.trainer:train",
                "HDP-FedAvg+Ditto (Aldaghri et al. Sec. 5): opted-out and private groups, noise on the private one, "
                "r = 1", unit=CLIENT, groups=("nonprivate", "private")),
-    MethodSpec("fedhdp", "FedHDP", "tab:red", False, FedHDPOptions, "fedtrain.fedhdp.trainer:train",
+    MethodSpec("fedhdp", "FedHDP", "tab:red", False, FedHDPOptions, "fedtrain.clientdp.trainer:train",
                "FedHDP (Aldaghri et al. Algorithm 2): opted-out and private groups, private weight ratio r",
                unit=CLIENT, groups=("nonprivate", "private")),
 ):
@@ -171,7 +219,7 @@ for _spec in (
 METHODS: tuple[str, ...] = tuple(METHOD_REGISTRY)
 #: The methods whose privacy unit is a record of a silo (the cross-silo engine, :class:`fedtrain.config.RunConfig`).
 RECORD_METHODS: tuple[str, ...] = tuple(m for m, s in METHOD_REGISTRY.items() if s.unit == RECORD)
-#: The methods whose privacy unit is a client (:class:`fedtrain.fedhdp.config.FedHDPConfig`), in table order.
+#: The methods whose privacy unit is a client (:class:`fedtrain.clientdp.config.FedHDPConfig`), in table order.
 CLIENT_METHODS: tuple[str, ...] = tuple(m for m, s in METHOD_REGISTRY.items() if s.unit == CLIENT)
 #: Methods with a regularization strength λ (the others ignore it).
 LAMBDA_METHODS: tuple[str, ...] = tuple(m for m, s in METHOD_REGISTRY.items() if s.uses_lambda)

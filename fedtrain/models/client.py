@@ -1,6 +1,6 @@
 """The client-level trainer's models (FedHDP, Aldaghri et al.): flat parameters of one model, a pure ``apply``.
 
-Protocol (what :func:`fedtrain.fedhdp.trainer.train` needs, vectorized over a round's clients with
+Protocol (what :func:`fedtrain.clientdp.trainer.train` needs, vectorized over a round's clients with
 ``torch.func.vmap``): ``num_params`` (``D``), ``init(gen) → (D,)`` drawn from the generator it is given (never
 the global one) and ``apply(theta (D,), x (n, d)) → (n, o)``.  :class:`FCNet` is Table 6's network,
 :class:`LinearNet` the theory's linear regression; :func:`client_model` maps the config's ``model`` field to

@@ -4,7 +4,7 @@ from __future__ import annotations
 import collections
 import math
 from concurrent.futures import ThreadPoolExecutor
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -21,6 +21,44 @@ CONVNET_MIN_VALID = 10
 #: Examples per micro-batch of the ConvNet's CPU clipped-gradient sum (:meth:`ConvNetModel.clipped_grad_sum`):
 #: small enough that one micro-batch's activations and patches stay in cache and are reused by the allocator.
 CONVNET_EXAMPLE_CHUNK = 25
+
+
+#: ATen's kernels the CPU path calls directly (max-pool with indices and its backward, convolution backward).
+_aten = torch.ops.aten
+#: The 2×2 max-pool's arguments to ATen: kernel, stride, padding, dilation, ceil_mode.
+_POOL = ([2, 2], [2, 2], [0, 0], [1, 1], False)
+
+
+class _Geometry(NamedTuple):
+    """The CPU path's sides and sizes: input channels and sides, the two convolutions' channels, the padding, the
+    first convolution's output sides and the first pool's, the second convolution's output sides (whole and as
+    computed), whether it is cropped, the rows and columns of its input it reads, and the two convolutions' output
+    positions."""
+
+    C: int
+    H: int
+    W: int
+    c1: int
+    c2: int
+    pad: int
+    h1s: int
+    w1s: int
+    hp: int
+    wp: int
+    h2s: int
+    w2s: int
+    h2u: int
+    w2u: int
+    crop: bool
+    hc: int
+    wc: int
+    L1: int
+    L2: int
+
+
+def _channels_last(ws: torch.Tensor, n: int, h: int, w: int, ch: int) -> torch.Tensor:
+    """An NCHW view of the workspace ``ws``, laid out channels-last."""
+    return ws[: n * h * w * ch].view(n, h, w, ch).permute(0, 3, 1, 2)
 
 
 def _sqnorm(v: torch.Tensor) -> torch.Tensor:
@@ -266,105 +304,127 @@ class ConvNetModel(FunctionalModel):
         okf = valid.to(theta.dtype)
         totals = torch.zeros(U, c, K, D, dtype=theta.dtype, device=theta.device)
         norms = torch.zeros(U, c, K, b, dtype=theta.dtype, device=theta.device)
-        C, H, W = self.input_shape
-        c1, c2 = CONVNET_CHANNELS
-        pad, mb = self.pad, self.example_chunk
-        aten = torch.ops.aten
-        pool = ([2, 2], [2, 2], [0, 0], [1, 1], False)  # kernel, stride, padding, dilation, ceil_mode
-        h1s, w1s = H + 2 * pad - 2, W + 2 * pad - 2  # the first convolution's output
-        hp, wp = h1s // 2, w1s // 2  # after the first pool
-        h2s, w2s, h2u, w2u = self._conv2_grid()
-        crop = (h2u, w2u) != (h2s, w2s)
-        hc, wc = h2u + 2 - 2 * pad, w2u + 2 - 2 * pad  # the second convolution's input rows and columns it reads
-        L1, L2 = h1s * w1s, h2u * w2u
+        g = self._cpu_geometry()
         kw = dict(dtype=theta.dtype, device=theta.device)
-        # the accumulators' shapes: those of _blocks
-        block_shapes = [(9 * C + 1, c1), (c2, 9 * c1), (c2,), self.shapes["fc.weight"], self.shapes["fc.bias"]]
-
-        def cl(ws: torch.Tensor, n: int, h: int, w: int, ch: int) -> torch.Tensor:  # an NCHW view, channels-last
-            return ws[: n * h * w * ch].view(n, h, w, ch).permute(0, 3, 1, 2)
 
         def work(models: list[tuple[int, int]]) -> None:  # the (stream, silo) models of one worker
-            # workspaces reused by every micro-batch (the first patches' last row: the bias' ones)
-            ws_A1, ws_A2 = torch.ones(mb, 9 * C + 1, L1, **kw), torch.empty(mb * L2 * 9 * c1, **kw)
-            ws_Z1, ws_gZ1 = torch.empty(mb * L1 * c1, **kw), torch.empty(mb * L1 * c1, **kw)
-            ws_gZ2, ws_B2 = torch.empty(mb * L2 * c2, **kw), torch.empty(mb, c2, 9 * c1, **kw)
-            ws_h1, ws_Z2 = torch.empty(mb * hp * wp * c1, **kw), torch.empty(mb * L2 * c2, **kw)
-            ws_i1 = torch.empty(mb * hp * wp * c1, dtype=torch.int64, device=theta.device)
-            # the second convolution's pre-activation gradient on all its outputs (0 where the pool does not read),
-            # for its input gradient and its bias' sum: the same kernels on the same values as without the crop
-            ws_gb = torch.zeros(mb * h2s * w2s * c2, **kw) if crop else None
+            ws = self._workspaces(g, kw)
             for u, k in models:
-                # Poisson batches are padded to the longest row; when the real examples form a prefix (the
-                # geometric and sorted-keys samplers), only that prefix is computed (the padding's factor is 0)
-                ok_full = okf[u, k]
-                nv = int(ok_full.sum())
-                bb = nv if bool(ok_full[:nv].all()) else b
-                if bb == 0:
-                    continue
-                Ps = [self.unflatten(th[u, j, k]) for j in range(c)]
-                W1s = [self._conv1_weight(P) for P in Ps]
-                W2s = [P["conv2.weight"].permute(0, 2, 3, 1).reshape(c2, -1) for P in Ps]
-                pps = [None if pb is None else self._blocks(self.unflatten(pb[u, j, k])) for j in range(c)]
-                acc = [[torch.zeros(s, **kw) for s in block_shapes] for _ in range(c)]  # Σ_i f_i · block_i
-                for s0 in range(0, bb, mb):  # micro-batches of examples: activations stay in cache
-                    s1 = min(bb, s0 + mb)
-                    n = s1 - s0
-                    ok, yk = ok_full[s0:s1], y[u, k, s0:s1]
-                    A1 = self._conv1_patches(x[u, k, s0:s1, : self.in_dim - 1].reshape(n, C, H, W), out=ws_A1[:n])
-                    for j in range(c):
-                        P, pp = Ps[j], pps[j]
-                        # forward (ReLU after each pool: equal values and gradients, max and ReLU being monotone)
-                        Z1 = self._conv1(A1, W1s[j], out=ws_Z1)
-                        h1, i1 = cl(ws_h1, n, hp, wp, c1), cl(ws_i1, n, hp, wp, c1)
-                        aten.max_pool2d_with_indices.out(Z1, *pool, out=h1, indices=i1)
-                        h1 = h1.relu_()
-                        h1c = h1[:, :, :hc, :wc]
-                        A2 = self._patches(h1c, out=ws_A2)  # (n, L2, 9·32): the forward's GEMM and the gradients'
-                        Z2 = torch.addmm(P["conv2.bias"], A2.view(n * L2, -1), W2s[j].t(),
-                                         out=ws_Z2[: n * L2 * c2].view(n * L2, c2))
-                        Z2 = Z2.view(n, h2u, w2u, c2).permute(0, 3, 1, 2)
-                        h2, i2 = F.max_pool2d_with_indices(Z2, 2)
-                        h2 = h2.relu_()
-                        a3 = h2.flatten(1)  # (n, F) in the channel-major order of fc.weight
-                        gZ3 = loss.grad(torch.addmm(P["fc.bias"], a3, P["fc.weight"].t()), yk)  # (n, o)
-                        # backward to the pre-activations
-                        g = (gZ3 @ P["fc.weight"]).view_as(h2).contiguous(memory_format=torch.channels_last)
-                        gZ2 = cl(ws_gZ2, n, h2u, w2u, c2)
-                        aten.max_pool2d_with_indices_backward.grad_input(aten.threshold_backward(g, h2, 0), Z2,
-                                                                         *pool, i2, grad_input=gZ2)
-                        gZ2f = gZ2 if not crop else self._pad_grid(ws_gb, gZ2, n, h2s, w2s)
-                        g = aten.convolution_backward(gZ2f, h1, P["conv2.weight"], None, [1, 1], [pad, pad], [1, 1],
-                                                      False, [0, 0], 1, [True, False, False])[0]
-                        gZ1 = cl(ws_gZ1, n, h1s, w1s, c1)
-                        aten.max_pool2d_with_indices_backward.grad_input(aten.threshold_backward(g, h1, 0), Z1,
-                                                                         *pool, i1, grad_input=gZ1)
-                        # per-example gradients: conv1 [weight; bias] (n, 9·C+1, 32), conv2 weight (n, 64, 9·32)
-                        g1, g2 = gZ1.permute(0, 2, 3, 1).reshape(n, L1, c1), gZ2.permute(0, 2, 3, 1).reshape(n, L2, c2)
-                        blocks = [torch.bmm(A1, g1),
-                                  torch.bmm(g2.transpose(1, 2), A2, out=ws_B2[:n]),
-                                  gZ2f.permute(0, 2, 3, 1).reshape(n, h2s * w2s, c2).sum(1)]
-                        if pp is None:
-                            sq = sum(_sqnorm(v.flatten(1)) for v in blocks) + _sqnorm(gZ3) * (_sqnorm(a3) + 1.0)
-                        else:
-                            blocks = [v + p for v, p in zip(blocks, pp)]
-                            blocks += [gZ3[:, :, None] * a3[:, None, :] + pp[3], gZ3 + pp[4]]
-                            sq = sum(_sqnorm(v.flatten(1)) for v in blocks)
-                        nrm = torch.mul(sq.sqrt_(), ok, out=norms[u, j, k, s0:s1])
-                        factor = (clip_u[u, j, k] / (nrm + 1e-6)).clamp_(max=1.0).mul_(ok)  # (n,)
-                        for v, a_ in zip(blocks, acc[j]):
-                            a_.view(-1).addmv_(v.flatten(1).t(), factor)
-                        if pp is None:
-                            fg = gZ3 * factor[:, None]
-                            acc[j][3].addmm_(fg.t(), a3)
-                            acc[j][4].add_(fg.sum(0))
-                for j in range(c):
-                    torch.cat(self._flat_from_blocks(acc[j]), out=totals[u, j, k])
+                self._silo_clipped_sum(u, k, okf[u, k], x, y, th, pb, clip_u, c, loss, g, ws, kw, totals, norms)
 
         models = [(u, k) for u in range(U) for k in range(K)]
         workers = min(self._cpu_workers(), len(models))
         self._map_models(work, [models[i::workers] for i in range(workers)])  # a share of the models each
         return totals.reshape(S, K, D), norms.reshape(S, K, b)
+
+    def _cpu_geometry(self) -> _Geometry:
+        """The CPU path's sides and sizes (:class:`_Geometry`) for this model's input shape."""
+        C, H, W = self.input_shape
+        c1, c2 = CONVNET_CHANNELS
+        pad = self.pad
+        h1s, w1s = H + 2 * pad - 2, W + 2 * pad - 2  # the first convolution's output
+        hp, wp = h1s // 2, w1s // 2  # after the first pool
+        h2s, w2s, h2u, w2u = self._conv2_grid()
+        hc, wc = h2u + 2 - 2 * pad, w2u + 2 - 2 * pad  # the second convolution's input rows and columns it reads
+        return _Geometry(C, H, W, c1, c2, pad, h1s, w1s, hp, wp, h2s, w2s, h2u, w2u, (h2u, w2u) != (h2s, w2s), hc, wc,
+                         h1s * w1s, h2u * w2u)
+
+    def _workspaces(self, g: _Geometry, kw: dict) -> dict[str, torch.Tensor | None]:
+        """One worker's workspaces, reused by every micro-batch of ``example_chunk`` examples (the first patches'
+        last row: the bias' ones)."""
+        mb = self.example_chunk
+        return {
+            "A1": torch.ones(mb, 9 * g.C + 1, g.L1, **kw), "A2": torch.empty(mb * g.L2 * 9 * g.c1, **kw),
+            "Z1": torch.empty(mb * g.L1 * g.c1, **kw), "gZ1": torch.empty(mb * g.L1 * g.c1, **kw),
+            "gZ2": torch.empty(mb * g.L2 * g.c2, **kw), "B2": torch.empty(mb, g.c2, 9 * g.c1, **kw),
+            "h1": torch.empty(mb * g.hp * g.wp * g.c1, **kw), "Z2": torch.empty(mb * g.L2 * g.c2, **kw),
+            "i1": torch.empty(mb * g.hp * g.wp * g.c1, dtype=torch.int64, device=kw["device"]),
+            # the second convolution's pre-activation gradient on all its outputs (0 where the pool does not read),
+            # for its input gradient and its bias' sum: the same kernels on the same values as without the crop
+            "gb": torch.zeros(mb * g.h2s * g.w2s * g.c2, **kw) if g.crop else None,
+        }
+
+    def _silo_clipped_sum(self, u: int, k: int, ok_full, x, y, th, pb, clip_u, c: int, loss: Loss, g: _Geometry,
+                          ws: dict, kw: dict, totals: torch.Tensor, norms: torch.Tensor) -> None:
+        """Stream ``u``'s silo ``k`` for each of its ``c`` configurations: the clipped sum into ``totals[u, j, k]``
+        and the per-example norms into ``norms[u, j, k]``, micro-batch by micro-batch."""
+        # Poisson batches are padded to the longest row; when the real examples form a prefix (the geometric and
+        # sorted-keys samplers), only that prefix is computed (the padding's factor is 0)
+        b, mb = ok_full.shape[0], self.example_chunk
+        nv = int(ok_full.sum())
+        bb = nv if bool(ok_full[:nv].all()) else b
+        if bb == 0:
+            return
+        Ps = [self.unflatten(th[u, j, k]) for j in range(c)]
+        W1s = [self._conv1_weight(P) for P in Ps]
+        W2s = [P["conv2.weight"].permute(0, 2, 3, 1).reshape(g.c2, -1) for P in Ps]
+        pps = [None if pb is None else self._blocks(self.unflatten(pb[u, j, k])) for j in range(c)]
+        # the accumulators' shapes: those of _blocks
+        block_shapes = [(9 * g.C + 1, g.c1), (g.c2, 9 * g.c1), (g.c2,), self.shapes["fc.weight"], self.shapes["fc.bias"]]
+        acc = [[torch.zeros(s, **kw) for s in block_shapes] for _ in range(c)]  # Σ_i f_i · block_i
+        for s0 in range(0, bb, mb):  # micro-batches of examples: activations stay in cache
+            s1 = min(bb, s0 + mb)
+            n = s1 - s0
+            ok, yk = ok_full[s0:s1], y[u, k, s0:s1]
+            A1 = self._conv1_patches(x[u, k, s0:s1, : self.in_dim - 1].reshape(n, g.C, g.H, g.W), out=ws["A1"][:n])
+            for j in range(c):
+                pp = pps[j]
+                blocks, sq, gZ3, a3 = self._example_blocks(A1, Ps[j], W1s[j], W2s[j], pp, yk, loss, g, ws, n)
+                nrm = torch.mul(sq.sqrt_(), ok, out=norms[u, j, k, s0:s1])
+                factor = (clip_u[u, j, k] / (nrm + 1e-6)).clamp_(max=1.0).mul_(ok)  # (n,)
+                for v, a_ in zip(blocks, acc[j]):
+                    a_.view(-1).addmv_(v.flatten(1).t(), factor)
+                if pp is None:
+                    fg = gZ3 * factor[:, None]
+                    acc[j][3].addmm_(fg.t(), a3)
+                    acc[j][4].add_(fg.sum(0))
+        for j in range(c):
+            torch.cat(self._flat_from_blocks(acc[j]), out=totals[u, j, k])
+
+    def _example_blocks(self, A1, P, W1, W2, pp, yk, loss: Loss, g: _Geometry, ws: dict, n: int):
+        """One micro-batch of ``n`` examples of one model (parameters ``P``; ``W1``, ``W2`` its convolutions as GEMM
+        weights; ``A1`` the first convolution's patches): the forward, the backward to the three layers'
+        pre-activations, and the per-example gradient blocks (with the prox blocks ``pp`` added where given).  Returns
+        ``(blocks, sq, gZ3, a3)``: the blocks (conv1 [weight; bias], conv2 weight, conv2 bias, and with ``pp`` the
+        linear layer's weight and bias), each example's squared gradient norm, and the linear layer's output gradient
+        and input (its clipped sum being formed from them without ``pp``)."""
+        pad, c1, c2 = g.pad, g.c1, g.c2
+        # forward (ReLU after each pool: equal values and gradients, max and ReLU being monotone)
+        Z1 = self._conv1(A1, W1, out=ws["Z1"])
+        h1, i1 = _channels_last(ws["h1"], n, g.hp, g.wp, c1), _channels_last(ws["i1"], n, g.hp, g.wp, c1)
+        _aten.max_pool2d_with_indices.out(Z1, *_POOL, out=h1, indices=i1)
+        h1 = h1.relu_()
+        h1c = h1[:, :, :g.hc, :g.wc]
+        A2 = self._patches(h1c, out=ws["A2"])  # (n, L2, 9·32): the forward's GEMM and the gradients'
+        Z2 = torch.addmm(P["conv2.bias"], A2.view(n * g.L2, -1), W2.t(), out=ws["Z2"][: n * g.L2 * c2].view(n * g.L2, c2))
+        Z2 = Z2.view(n, g.h2u, g.w2u, c2).permute(0, 3, 1, 2)
+        h2, i2 = F.max_pool2d_with_indices(Z2, 2)
+        h2 = h2.relu_()
+        a3 = h2.flatten(1)  # (n, F) in the channel-major order of fc.weight
+        gZ3 = loss.grad(torch.addmm(P["fc.bias"], a3, P["fc.weight"].t()), yk)  # (n, o)
+        # backward to the pre-activations
+        grad = (gZ3 @ P["fc.weight"]).view_as(h2).contiguous(memory_format=torch.channels_last)
+        gZ2 = _channels_last(ws["gZ2"], n, g.h2u, g.w2u, c2)
+        _aten.max_pool2d_with_indices_backward.grad_input(_aten.threshold_backward(grad, h2, 0), Z2, *_POOL, i2,
+                                                          grad_input=gZ2)
+        gZ2f = gZ2 if not g.crop else self._pad_grid(ws["gb"], gZ2, n, g.h2s, g.w2s)
+        grad = _aten.convolution_backward(gZ2f, h1, P["conv2.weight"], None, [1, 1], [pad, pad], [1, 1], False,
+                                          [0, 0], 1, [True, False, False])[0]
+        gZ1 = _channels_last(ws["gZ1"], n, g.h1s, g.w1s, c1)
+        _aten.max_pool2d_with_indices_backward.grad_input(_aten.threshold_backward(grad, h1, 0), Z1, *_POOL, i1,
+                                                          grad_input=gZ1)
+        # per-example gradients: conv1 [weight; bias] (n, 9·C+1, 32), conv2 weight (n, 64, 9·32)
+        g1, g2 = gZ1.permute(0, 2, 3, 1).reshape(n, g.L1, c1), gZ2.permute(0, 2, 3, 1).reshape(n, g.L2, c2)
+        blocks = [torch.bmm(A1, g1),
+                  torch.bmm(g2.transpose(1, 2), A2, out=ws["B2"][:n]),
+                  gZ2f.permute(0, 2, 3, 1).reshape(n, g.h2s * g.w2s, c2).sum(1)]
+        if pp is None:
+            sq = sum(_sqnorm(v.flatten(1)) for v in blocks) + _sqnorm(gZ3) * (_sqnorm(a3) + 1.0)
+        else:
+            blocks = [v + p for v, p in zip(blocks, pp)]
+            blocks += [gZ3[:, :, None] * a3[:, None, :] + pp[3], gZ3 + pp[4]]
+            sq = sum(_sqnorm(v.flatten(1)) for v in blocks)
+        return blocks, sq, gZ3, a3
 
     def _conv2_grid(self) -> tuple[int, int, int, int]:
         """The second convolution's output sides ``(h, w)`` and the sides ``(hu, wu)`` the CPU path computes.

@@ -1,7 +1,7 @@
 """The privacy claim of a stored row, recomputed on read: every row a store serves proves its ε.
 
 A row claims, per silo (record-level runs, :class:`~fedtrain.engine.RunResult`) or per privacy group (client-level
-runs, :class:`~fedtrain.fedhdp.trainer.FedHDPResult`), an ε at a δ for the add/remove adjacency its method names.
+runs, :class:`~fedtrain.clientdp.trainer.FedHDPResult`), an ε at a δ for the add/remove adjacency its method names.
 The claim is a number written in a file, so on read it is recomputed from what the row says ran, with the
 accountant the row names (:func:`fedtheory.privacy.accountants.get_accountant`), and must meet the budget:
 
@@ -14,7 +14,7 @@ accountant the row names (:func:`fedtheory.privacy.accountants.get_accountant`),
   :func:`fedtrain.ledger.sample_rates`) with ``Σ n_k`` the data's training size, and the ledger's steps must be the row's ``steps``;
 * **client-level rows** (FedHDP, Aldaghri et al. Alg. 2; Andrew et al. 2021): a private group released
   ``rounds_released`` noisy sums at effective noise multiplier ``z`` (the config's ``noise_multiplier``), sampling
-  rate ``q`` (the config's ``sample_rate``), at the config's δ: :func:`fedtrain.fedhdp.accounting.group_epsilon`
+  rate ``q`` (the config's ``sample_rate``), at the config's δ: :func:`fedtrain.clientdp.accounting.group_epsilon`
   must not exceed the group's claimed ε (relative :data:`CLAIM_RTOL`), no group may release more rounds than the
   config runs, the non-private group claims ε = ∞, and the run's ε is the largest private group's.
 
@@ -39,7 +39,7 @@ from fedtheory.privacy.silos import silo_event
 from fedtrain import ledger as _ledger
 from fedtrain.config import RunConfig, default_delta, paper_defaults
 from fedtrain.encoding import decode_floats
-from fedtrain.fedhdp.config import FedHDPConfig
+from fedtrain.clientdp.config import FedHDPConfig
 from fedtrain.methods.registry import CLIENT, get_method
 from fedtrain.store.keys import row_kind
 

@@ -9,6 +9,11 @@ SHA-256 and fails with :class:`StaleStoreError`, naming the command that regener
 since.  Opening it also refuses, in one line naming the file, a manifest that lists no file, a file that is not
 gzip'd JSON, a row count that disagrees with the manifest or the file, and a row key written twice; serving a row
 checks its digest (:mod:`fedtrain.store.integrity`) and recomputes its privacy claim (:mod:`fedtrain.store.claims`).
+
+The store holds rows of both privacy units: a file whose manifest entry says ``"unit": "client"`` holds client-level
+runs (FedHDP's committed grids, :func:`fedtrain.book_results.pack_client_grid`), packed, checked and served the same
+way (:meth:`CommittedStore.get` gives a :class:`~fedtrain.clientdp.trainer.FedHDPResult` for them; :meth:`rows`
+yields one unit at a time).
 """
 from __future__ import annotations
 
@@ -22,10 +27,11 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
-from fedtrain.config import ENGINE_VERSION, RunConfig
+from fedtrain.config import ENGINE_VERSION, OptionsConfig, RunConfig
+from fedtrain.methods.registry import CLIENT, RECORD
 from fedtrain.store.claims import ClaimChecker, eps_orders
 from fedtrain.store.integrity import check_digest, seal
-from fedtrain.store.keys import ROW_KEY_PATTERN, ResultsStoreError, check_row_key, row_key
+from fedtrain.store.keys import ROW_KEY_PATTERN, ResultsStoreError, check_row_key, row_key, row_kind
 from fedtrain.store.layout import DEFAULT_RESULTS_DIR, FORMAT, MANIFEST, REGENERATE_COMMAND, shown_path
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,6 +47,9 @@ DROPPED_FIELDS = ("silo_metrics", "test_sizes", "models")
 #: row's ε needs (:mod:`fedtrain.store.claims`) with the ε claimed and the order hint of the rdp accountant.
 _PRIVACY_FIELDS = ("noise_multipliers", "eps_spent", "delta", "steps", "accountant", "adjacency", "ledger",
                    "eps_orders")
+#: The privacy block of a client-level row (FedHDP and its baselines): its ``privacy`` (per privacy group: clients,
+#: rounds released, ε; the accountant, δ, q and the noise multipliers), what :mod:`fedtrain.store.claims` recomputes.
+_CLIENT_PRIVACY_FIELDS = ("privacy", "eps_orders")
 
 
 #: The config fields a record-level row's privacy claim is checked against (:mod:`fedtrain.store.claims`).
@@ -77,11 +86,16 @@ def pack_rows(rows: "list[dict]", **header: Any) -> dict:
     :data:`DROPPED_FIELDS` are left out; test metrics and curves, float32 numbers in the engine, are written as
     the shortest decimal of their float32 value when every one of them is a float32 (``metric_float32``), so
     reading them back gives the same bits.  ``header`` (dataset, scale, figures...) is stored as is.
+
+    Rows of either privacy unit (:func:`~fedtrain.store.keys.row_kind`): a client-level row's privacy block is its
+    ``privacy`` (:data:`_CLIENT_PRIVACY_FIELDS`), and its numbers are written as they are (``metric_float32`` is
+    a record-level engine's property).
     """
     privacy: dict[str, dict] = {}
     data: dict[str, dict] = {}
     out_rows = []
-    f32 = all(_is_float32(r.get("test_metric")) and all(_is_float32(v) for v in (r.get("curve") or [])) for r in rows)
+    f32 = all(row_kind(r) == RECORD and _is_float32(r.get("test_metric"))
+              and all(_is_float32(v) for v in (r.get("curve") or [])) for r in rows)
     seconds = 0.0
     commits, commands = set(), set()
     checker = ClaimChecker()
@@ -94,13 +108,14 @@ def pack_rows(rows: "list[dict]", **header: Any) -> dict:
         if r.get("eps_orders") is None:
             r = {**r, "eps_orders": eps_orders(r, orders_memo)}
         checker.check(r, f"{r.get('key')} (being packed)")  # a row whose claim fails never enters the store
-        p = {k: r.get(k) for k in _PRIVACY_FIELDS}
+        fields = _CLIENT_PRIVACY_FIELDS if row_kind(r) == CLIENT else _PRIVACY_FIELDS
+        p = {k: r.get(k) for k in fields}
         pd = _digest(p)
         privacy.setdefault(pd, p)
         d = r.get("data") or {}
         dd = _digest(d)
         data.setdefault(dd, d)
-        row = {k: v for k, v in r.items() if k not in DROPPED_FIELDS and k not in _PRIVACY_FIELDS and k != "data"
+        row = {k: v for k, v in r.items() if k not in DROPPED_FIELDS and k not in fields and k != "data"
                and k != "digest"}
         row["privacy"], row["data"] = pd, dd
         if f32:
@@ -249,7 +264,7 @@ class CommittedStore:
         """The row key of a row key, or of a configuration on data ``identity`` (``None``: its one row, any data)."""
         if isinstance(config_or_key, str) and ROW_KEY_PATTERN.match(config_or_key):
             return config_or_key if config_or_key in self._index else None
-        if isinstance(config_or_key, RunConfig) and identity:
+        if isinstance(config_or_key, OptionsConfig) and identity:
             key = row_key(config_or_key, identity)
             return key if key in self._index else None
         ck = self._key(config_or_key)
@@ -290,14 +305,25 @@ class CommittedStore:
         return row
 
     def get(self, config_or_key: RunConfig | str, identity: "dict | None" = None) -> "RunResult | None":
-        from fedtrain.engine import RunResult
-
+        """The stored run: a :class:`~fedtrain.engine.RunResult`, or for a client-level row a
+        :class:`~fedtrain.clientdp.trainer.FedHDPResult` (both import torch)."""
         row = self.row_dict(config_or_key, identity)
         if row is None:
             return None
+        if row_kind(row) == CLIENT:
+            from fedtrain.clientdp.trainer import FedHDPResult
+
+            return FedHDPResult.from_dict(row)
+        from fedtrain.engine import RunResult
+
         for k in DROPPED_FIELDS:
             row.setdefault(k, None)
         return RunResult.from_dict(row)
+
+    def unit_of(self, key: str) -> str:
+        """The privacy unit of the rows of the file holding row ``key`` (its manifest entry's ``unit``; default
+        :data:`~fedtrain.methods.registry.RECORD`)."""
+        return self.manifest["files"][self._index[key][0]].get("unit", RECORD)
 
     def provenance(self, config_or_key: RunConfig | str) -> dict:
         """``engine_version``, ``commit``, ``command`` and ``seconds`` of a stored row."""
@@ -321,8 +347,9 @@ class CommittedStore:
 
     def missing_message(self, configs: "list[RunConfig]") -> str:
         c = configs[0]
+        what = (f"r={c.effective_ratio:g}" if c.spec.unit == CLIENT else f"eps={c.eps} lam={c.lam} lr={c.lr}")
         return (f"the committed results store {self.root} has no row for {len(configs)} configuration(s), e.g. "
-                f"{c.method} on {c.dataset} eps={c.eps} lam={c.lam} lr={c.lr} rounds={c.rounds} seed={c.seed}; "
+                f"{c.method} on {c.dataset} {what} rounds={c.rounds} seed={c.seed}; "
                 f"compute them with {REGENERATE_COMMAND}, or run the grid into a store of your own "
                 "(fedtrain.sweep.run_sweep(configs, store='results/work/mine'))")
 
@@ -334,9 +361,13 @@ class CommittedStore:
             raise ValueError(self.missing_message(missing))
         return [self.get(c) for c in configs]
 
-    def rows(self, **where: Any) -> "Iterator[RunResult]":
-        """Every stored run, optionally filtered on config fields (``store.rows(method="mrmtl")``)."""
+    def rows(self, kind: str = RECORD, **where: Any) -> "Iterator[RunResult]":
+        """Every stored run of privacy unit ``kind`` (as :meth:`ResultsStore.rows
+        <fedtrain.results.ResultsStore.rows>`: the record-level runs unless ``kind="client"``), optionally filtered on
+        config fields (``store.rows(method="mrmtl")``)."""
         for key in self.keys():
+            if self.unit_of(key) != kind:
+                continue
             r = self.get(key)
             if all(getattr(r.config, k, None) == v for k, v in where.items()):
                 yield r

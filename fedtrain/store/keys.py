@@ -8,7 +8,7 @@ is never served for another.  :func:`check_row_key` recomputes the key from a ro
 identity; a mismatch (a row file copied over another) raises :class:`ResultsStoreError` naming the file.
 
 Both kinds of runs are keyed so: a method whose privacy unit is a record of a silo has a
-:class:`~fedtrain.config.RunConfig`, one whose unit is a client a :class:`~fedtrain.fedhdp.config.FedHDPConfig`
+:class:`~fedtrain.config.RunConfig`, one whose unit is a client a :class:`~fedtrain.clientdp.config.FedHDPConfig`
 (:func:`row_kind`: the stored config's method, through the registry's privacy unit).
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from fedtrain.config import RunConfig
 from fedtrain.data.base import data_identity, identity_digest
-from fedtrain.fedhdp.config import FedHDPConfig
+from fedtrain.clientdp.config import FedHDPConfig
 from fedtrain.methods.registry import CLIENT, METHOD_REGISTRY, RECORD
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -28,11 +28,13 @@ a row key are ignored.
 
 The store holds both kinds of runs (:func:`~fedtrain.store.keys.row_kind`, from the stored config's method and its
 privacy unit in the method registry): the cross-silo runs above and the client-level runs (FedHDP and its
-baselines: :class:`~fedtrain.fedhdp.config.FedHDPConfig` → :class:`~fedtrain.fedhdp.trainer.FedHDPResult`), keyed
-alike.  A client-level row is :meth:`FedHDPResult.to_dict <fedtrain.fedhdp.trainer.FedHDPResult.to_dict>` plus its
-``key`` and its ``provenance`` (commit, command, seconds; the result's own when it was read back from a store),
-written in that order with non-finite floats as ``NaN``/``Infinity``; its engine version is in its key and its
-provenance (rows written before rows recorded a provenance are read unchanged).  ``get``, ``has`` and ``put`` take either kind; :meth:`ResultsStore.rows` yields the record-level
+baselines: :class:`~fedtrain.clientdp.config.FedHDPConfig` → :class:`~fedtrain.clientdp.trainer.FedHDPResult`), keyed
+and written alike, in **one row format**: the result's ``to_dict()`` plus ``key``, ``config_key``,
+``engine_version``, ``created``, ``provenance`` and ``eps_orders`` (``None`` for a client-level row, whose claim is
+checked per privacy group), sealed, sorted keys, non-finite floats as the strings of
+:func:`fedtrain.encoding.encode`.  A client-level row read back from a store and put again keeps its provenance.
+Client-level rows written before they recorded an engine version are read unchanged (their engine version is in
+their key).  ``get``, ``has`` and ``put`` take either kind; :meth:`ResultsStore.rows` yields the record-level
 runs unless asked for the other kind (``kind="client"``).
 """
 from __future__ import annotations
@@ -47,7 +49,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from fedtheory.atomic_io import STALE_TEMP_SECONDS, remove_stale_temps, write_text_atomic
 from fedtrain.config import ENGINE_VERSION, RunConfig
 from fedtrain.data.base import identity_digest
-from fedtrain.fedhdp.config import FedHDPConfig
+from fedtrain.clientdp.config import FedHDPConfig
 from fedtrain.methods.registry import CLIENT, PRIVACY_UNITS, RECORD
 from fedtrain.store.claims import ClaimChecker, eps_orders
 from fedtrain.store.integrity import check_digest, seal
@@ -57,7 +59,7 @@ from fedtrain.store.provenance import git_commit, provenance
 
 if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.engine import RunResult
-    from fedtrain.fedhdp.trainer import FedHDPResult
+    from fedtrain.clientdp.trainer import FedHDPResult
 
 __all__ = ["ResultsStore", "STALE_TEMP_SECONDS"]
 
@@ -135,7 +137,7 @@ class ResultsStore:
             identity: "dict | None" = None) -> "RunResult | FedHDPResult | None":
         """The stored run (checked against the key it is filed under), or ``None``: a
         :class:`~fedtrain.engine.RunResult` or, for a client-level row, a
-        :class:`~fedtrain.fedhdp.trainer.FedHDPResult` (without the per-client arrays a row does not keep)."""
+        :class:`~fedtrain.clientdp.trainer.FedHDPResult` (without the per-client arrays a row does not keep)."""
         path = self._find(config_or_key, identity)
         if path is None:
             return None
@@ -160,7 +162,7 @@ class ResultsStore:
         self.claims.check(row, str(path))
         try:
             if row_kind(row) == CLIENT:
-                from fedtrain.fedhdp.trainer import FedHDPResult  # torch: loaded when a client-level row is read
+                from fedtrain.clientdp.trainer import FedHDPResult  # torch: loaded when a client-level row is read
 
                 return FedHDPResult.from_dict(row)
             from fedtrain.engine import RunResult
@@ -184,19 +186,15 @@ class ResultsStore:
         if self._commit is None:
             self._commit = git_commit()
         row_provenance = provenance(self.command, seconds=result.wall_time, commit=self._commit)
-        if isinstance(result.config, FedHDPConfig):  # the client-level rows' format (module docstring)
-            row = {**result.to_dict(), "key": key}
-            row.setdefault("provenance", row_provenance)  # a row served from a store keeps where it came from
-            row.pop("digest", None)
-            text = json.dumps(seal(row), allow_nan=True)
-        else:
-            row = result.to_dict()
-            row["key"], row["config_key"] = key, result.config.key()
-            row["engine_version"] = ENGINE_VERSION
-            row["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        row = result.to_dict()  # one row format for both privacy units (module docstring)
+        row.pop("digest", None)
+        row["key"], row["config_key"] = key, result.config.key()
+        row["engine_version"] = ENGINE_VERSION
+        row["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        if row_kind(row) == RECORD or "provenance" not in row:  # a client-level row read back keeps where it came from
             row["provenance"] = row_provenance
-            row["eps_orders"] = eps_orders(row)  # the hint that keeps the claim's check cheap on read
-            text = json.dumps(seal(row), sort_keys=True, allow_nan=False)
+        row["eps_orders"] = eps_orders(row)  # the hint that keeps the claim's check cheap on read (None: client)
+        text = json.dumps(seal(row), sort_keys=True, allow_nan=False)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             if not self._swept:
@@ -230,15 +228,16 @@ class ResultsStore:
         the cross-silo runs, or ``"client"``), optionally filtered on config fields or method options
         (``store.rows(method="mrmtl", dataset="school")``).
 
-        A record-level row records its engine version and rows of another are skipped; a client-level row's
-        engine version is in its key only, and one that does not hash to its key (another engine version, or a
-        file copied over another) raises :class:`ResultsStoreError` naming the file."""
+        A row records its engine version and rows of another are skipped; a client-level row written before rows
+        recorded it has its engine version in its key only, and one that does not hash to its key (another engine
+        version, or a file copied over another) raises :class:`ResultsStoreError` naming the file."""
         if kind not in PRIVACY_UNITS:
             raise ValueError(f"kind must be one of {', '.join(map(repr, PRIVACY_UNITS))} (got {kind!r})")
         for key in self.keys():
             path = self._path(key)
             row = self._read(path)
-            if row_kind(row) != kind or (kind == RECORD and row.get("engine_version") != ENGINE_VERSION):
+            if row_kind(row) != kind or row.get("engine_version", None if kind == RECORD else ENGINE_VERSION) \
+                    != ENGINE_VERSION:
                 continue
             result = self._decode(path, row)
             if all(getattr(result.config, k, None) == v for k, v in where.items()):

@@ -90,12 +90,25 @@ def test_overflow_of_equations_and_tables_is_caught(tmp_path):
     assert reports["index.html"].problems == []
     found = [d for k, d in reports["wide.html"].problems if k == "overflow"]
     assert len(found) == 2 and found[0].startswith("equation") and found[1].startswith("table"), found
+    # `make test` measures the overflow on the browser test's own 1,280 px load of each page
+    # (tests/book/conftest.py): the same problems as the lint's load of its own
+    import browser_check
+
+    measured: dict[str, list[str]] = {}
+    browser_check.check_book(tmp_path, ["index.html", "wide.html"],
+                             at_1280=lambda drv, rep: measured.setdefault(rep.page, book_lint.overflow_here(drv)))
+    shared = {r.page: r.problems for r in book_lint.lint_book(tmp_path, ["index.html", "wide.html"],
+                                                               overflow=measured)}
+    assert shared == {page: r.problems for page, r in reports.items()}
+    with pytest.raises(ValueError, match="overflow: no measurement"):
+        book_lint.lint_book(tmp_path, ["index.html", "wide.html"], overflow={"index.html": []})
 
 
 @pytest.mark.skipif(not BOOK, reason="run by `make test` after the book build (FEDBOOK_BROWSER_BOOK)")
-def test_built_book_has_no_problem_outside_the_allow_list():
+def test_built_book_has_no_problem_outside_the_allow_list(book_check):
     root = (REPO / BOOK).resolve()
-    reports = book_lint.lint_book(root)
+    # the overflow of each page as the browser test measured it on its 1,280 px load (tests/book/conftest.py)
+    reports = book_lint.lint_book(root, overflow=book_check[1])
     text = book_lint.format_reports(reports)
     (root.parent / "book_lint_report.txt").write_text(
         text + "\n\nstrict (allow-list ignored):\n" + book_lint.format_reports(reports, strict=True) + "\n",

@@ -8,6 +8,7 @@ written to ``<book>/../browser_report.txt``.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -22,9 +23,9 @@ pytestmark = pytest.mark.skipif(not BOOK, reason="run by `make test` after the b
 
 
 @pytest.fixture(scope="module")
-def reports():
+def reports(book_check):
     root = (REPO / BOOK).resolve()
-    found = browser_check.check_book(root)
+    found = book_check[0]  # (tests/book/conftest.py: one browser, each page loaded once per width)
     text = browser_check.format_reports(found)
     (root.parent / "browser_report.txt").write_text(text + "\n", encoding="utf-8")
     print(text)
@@ -97,7 +98,6 @@ def test_no_page_is_wider_than_a_phone(reports):
 
 
 def test_every_page_shows_the_version_and_build_date(reports):
-    import re
     import tomllib
 
     version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
@@ -107,34 +107,30 @@ def test_every_page_shows_the_version_and_build_date(reports):
 
 
 def _search_hits(driver, base: str, query: str) -> list[str]:
-    """The pages ``search.html?q=query`` lists once the search has finished (Sphinx's own searchtools.js)."""
-    import time
+    """The pages ``search.html?q=query`` lists once the search has finished (Sphinx's own searchtools.js writes
+    its summary line, "Search finished, found N page(s)..." or "did not match", after the last hit is listed).
+
+    (The theme's ``#search-progress`` is emptied when the search starts, so it never says when it ends.)"""
+    from selenium.webdriver.support.ui import WebDriverWait
 
     driver.get(f"{base}search.html?q={query}")
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        done = driver.execute_script(
-            "const s = document.getElementById('search-progress');"
-            "return !!(s && s.textContent && !/Preparing|Searching/.test(s.textContent));")
-        if done:
-            break
-        time.sleep(0.2)
-    return driver.execute_script(
+    WebDriverWait(driver, 30, poll_frequency=0.05).until(lambda d: d.execute_script(
+        "const s = document.querySelector('#search-results p.search-summary');"
+        "return !!(s && s.textContent.trim());"), message=f"the search for {query!r} did not finish in 30 s")
+    hits = driver.execute_script(
         "return Array.from(document.querySelectorAll('#search-results ul.search li a'))"
         ".map(a => a.getAttribute('href'));")
+    summary = driver.execute_script("return document.querySelector('#search-results p.search-summary').textContent;")
+    found = re.search(r"found (\d+) page", summary)
+    assert (int(found.group(1)) if found else 0) == len(hits), (query, summary, len(hits))  # every hit is listed
+    return hits
 
 
-def test_search_finds_accented_words_typed_without_accents():
+def test_search_finds_accented_words_typed_without_accents(book_browser):
     """ "Renyi" finds the pages that write "Rényi" (book/_static/fedbook_search.js folds the index)."""
-    root = (REPO / BOOK).resolve()
-    server, base = browser_check.serve(root)
-    driver = browser_check.start_browser()
-    try:
-        accented = _search_hits(driver, base, "R%C3%A9nyi")
-        plain = _search_hits(driver, base, "Renyi")
-    finally:
-        driver.quit()
-        server.shutdown()
+    _, base, driver = book_browser
+    accented = _search_hits(driver, base, "R%C3%A9nyi")
+    plain = _search_hits(driver, base, "Renyi")
     assert any("privacy_primer" in h for h in accented), accented
     assert set(plain) >= set(accented) and plain, (plain, accented)
 
@@ -144,44 +140,40 @@ TAUGHT = ("lambda", "epsilon", "crossover")
 
 
 def _search_snippets(driver) -> list[list[str]]:
-    """(page, snippet) of each hit shown with a snippet."""
-    import time
+    """(page, snippet) of each hit shown with a snippet (at least 5 of them, or what is there after 20 s)."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
 
-    deadline = time.time() + 20
     texts: list[str] = []
-    while time.time() < deadline:  # summaries are fetched page by page after the list appears
-        texts = driver.execute_script(
+
+    def shown(d) -> bool:  # summaries are fetched page by page after the list appears
+        texts[:] = d.execute_script(
             "return Array.from(document.querySelectorAll('#search-results li')).filter(li => li.querySelector("
             "'p.context')).map(li => [li.querySelector('a').getAttribute('href'), li.querySelector('p.context')"
             ".textContent]);")
-        if len(texts) >= 5:
-            break
-        time.sleep(0.3)
+        return len(texts) >= 5
+
+    try:
+        WebDriverWait(driver, 20, poll_frequency=0.05).until(shown)
+    except TimeoutException:
+        pass
     return texts
 
 
-def test_search_ranks_chapters_first_and_shows_no_tex():
+def test_search_ranks_chapters_first_and_shows_no_tex(book_browser):
     """For words the chapters teach, a chapter is the first hit and every API page comes after every other
     page (book/_static/fedbook_search.js); the snippets under the hits show no TeX source."""
-    import re
-
-    root = (REPO / BOOK).resolve()
+    _, base, driver = book_browser
     chapters = {f"book/{p.stem}.html" for p in (REPO / "book").glob("*.ipynb")}
-    server, base = browser_check.serve(root)
-    driver = browser_check.start_browser()
     ranks, snippets = {}, {}
-    try:
-        for query in TAUGHT:
-            hits = [h.split("#")[0].split("?")[0] for h in _search_hits(driver, base, query)]
-            snippets[query] = _search_snippets(driver)
-            first_chapter = next(i for i, h in enumerate(hits) if h in chapters)
-            api = [i for i, h in enumerate(hits) if "/api_" in h]
-            other = [i for i, h in enumerate(hits) if "/api_" not in h]
-            ranks[query] = (hits[0], first_chapter + 1, (api[0] + 1) if api else None,
-                            (other[-1] + 1) if other else None, len(hits))
-    finally:
-        driver.quit()
-        server.shutdown()
+    for query in TAUGHT:
+        hits = [h.split("#")[0].split("?")[0] for h in _search_hits(driver, base, query)]
+        snippets[query] = _search_snippets(driver)
+        first_chapter = next(i for i, h in enumerate(hits) if h in chapters)
+        api = [i for i, h in enumerate(hits) if "/api_" in h]
+        other = [i for i, h in enumerate(hits) if "/api_" not in h]
+        ranks[query] = (hits[0], first_chapter + 1, (api[0] + 1) if api else None,
+                        (other[-1] + 1) if other else None, len(hits))
     print("search: query -> (first hit, rank of the first chapter, of the first API page, of the last other page, "
           "hits):", ranks)
     for query, (first, rank, api_rank, last_other, n) in ranks.items():

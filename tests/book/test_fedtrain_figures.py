@@ -2,6 +2,10 @@
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import matplotlib
 
@@ -289,7 +293,7 @@ def test_mean_gap_is_difference_of_means_and_larger_std():
 def test_book_figures_by_name(tmp_path):
     from fedtrain import figures
 
-    assert set(figures.BOOK_FIGURES) == set(figures._BOOK_FIGURE_MAKERS)
+    assert set(figures.BOOK_FIGURES) == set(figures.CATALOGUE)
     with pytest.raises(ValueError, match="name must be one of"):
         figures.book_figure("fig-99")
     # the command under the figure: draws it from the committed store and writes it at twice the density
@@ -300,3 +304,37 @@ def test_book_figures_by_name(tmp_path):
     h, w = mpimg.imread(out).shape[:2]
     assert w >= 2 * 100 * figures.COLUMN_WIDTH_IN * 0.9  # about 1,360 px for a 680 px column
     plt.close("all")
+
+
+def test_catalogue_covers_real_image_and_fedhdp_figures(tmp_path, capsys):
+    """The catalogue names Fig. 6 and Fig. 3(d) on real images and FedHDP's figures and tables, each drawable by
+    ``python -m fedtrain.figures NAME``; the listing (no NAME, or --list) prints every name."""
+    from fedtrain import figures
+    from fedtrain.presets import REAL_IMAGE_GRIDS
+
+    cat = figures.CATALOGUE
+    assert {"fig6-fashion", "fig6-fashion-lambda", "fig3d-fashion"} <= set(cat)
+    assert {"fedhdp-claims-fashion", "fedhdp-table-fashion", "fedhdp-table-fashion-skewed", "fedhdp-theory-link"} <= set(cat)
+    assert {cat[n].chapter for n in ("fig6-fashion", "fig3d-fashion")} == {"deep_models"}
+    assert {e.chapter for n, e in cat.items() if n.startswith("fedhdp-")} == {"fedhdp_practice"}
+    assert cat["fedhdp-table-fashion"].suffix == ".md" and cat["fig6-fashion"].suffix == ".png"
+    # each chapter named is a notebook of the book
+    book = Path(__file__).resolve().parents[2] / "book"
+    assert all((book / f"{e.chapter}.ipynb").exists() for e in cat.values()), sorted({e.chapter for e in cat.values()})
+    # the listing
+    assert figures.main(["--list"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert listed == list(cat)
+    # Fig. 3(d) from the committed grid: the runs drawn are the grid's complete seeds, all real images
+    f = figures.book_figure("fig3d-fashion")
+    assert f.rows and all(r.data["name"] == REAL_IMAGE_GRIDS["fig3d-fashion"]["dataset"] and r.data["real"] for r in f.rows)
+    plt.close("all")
+    # one cheap figure through the command line (a fresh interpreter, as the book's captions say)
+    env = dict(os.environ, PYTHONPATH=str(book.parent), MPLBACKEND="Agg")
+    out = subprocess.run([sys.executable, "-m", "fedtrain.figures", "fedhdp-table-fashion"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    text = (tmp_path / "fedhdp-table-fashion.md").read_text()
+    assert text.startswith("**noniid-fashion:") and "| Alg | r |" in text and "DP-FedAvg+Ditto" in text
+    with pytest.raises(SystemExit):
+        figures.main(["no-such-figure"])

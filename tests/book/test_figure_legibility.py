@@ -87,3 +87,18 @@ def test_gaps_against_epsilon_figure_is_legible_at_column_width():
         assert text_px_at_column(fig) >= MIN_TEXT_PX
     finally:
         plt.close(fig)
+
+
+def test_advisor_check_lines_are_readable_on_white():
+    # the λ-advisor chapter's check figure: one colour per ε (viridis ran to 0.85, a 1.7:1 yellow-green)
+    from pathlib import Path
+
+    from fedtrain.advise import load_check, plot_check
+
+    report = load_check(Path(__file__).resolve().parents[2] / "book" / "data" / "advisor_school_check.json")["advice"]
+    assert len(report) >= 3
+    fig = plot_check(report)
+    try:
+        assert min(line_contrasts(fig)) >= MIN_LINE_CONTRAST, line_contrasts(fig)
+    finally:
+        plt.close(fig)

@@ -222,7 +222,7 @@ def error_exit(argv: list[str], tmp_path, monkeypatch, capsys) -> tuple[int, str
     """Run ``fedtrain argv`` in this process, training forbidden; return its exit status, stderr and stdout."""
     import fedtrain.cli as cli
     import fedtrain.engine as engine
-    import fedtrain.fedhdp.trainer as trainer
+    import fedtrain.clientdp.trainer as trainer
 
     def would_train(*a, **k):
         raise _WouldTrain(f"fedtrain {' '.join(argv)} went on to train")

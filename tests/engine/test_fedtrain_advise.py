@@ -189,3 +189,25 @@ def test_prox_clip_saturation_formula():
     assert np.isclose(prox_clip_saturation(B, D, eta, z), c / d, rtol=1e-12)
     with pytest.raises(ValueError, match="noise_multiplier"):
         prox_clip_saturation(B, D, eta, 0.0)
+
+
+def test_check_report_records_the_stores_provenance(tmp_path, monkeypatch):
+    """The --check-out report's commit is the results store's (fedtrain.store.provenance.git_commit): a copied tree's
+    $FEDBOOK_COMMIT wins (then whether the tree was dirty is not known), and it is written through the project's
+    atomic writer (no temporary file left; what load_check reads back)."""
+    from fedtrain import advise
+    from fedtrain.store.provenance import COMMIT_ENV, git_commit
+
+    path = tmp_path / "sub" / "check.json"
+    monkeypatch.delenv(COMMIT_ENV, raising=False)
+    advise.write_check([{"eps": 1.0}], path, command="fedtrain advise ...", seconds=1.0, settings={"rounds": 3})
+    doc = advise.load_check(path)
+    here = git_commit()
+    assert doc["commit"] == here and doc["advice"] == [{"eps": 1.0}] and doc["settings"] == {"rounds": 3}
+    assert doc["uncommitted_changes"] is (None if here == "unknown" else here.endswith("+dirty"))
+    monkeypatch.setenv(COMMIT_ENV, "c" * 40)
+    advise.write_check([], path, command="c", seconds=0.0, settings={})
+    doc = advise.load_check(path)
+    assert doc["commit"] == "c" * 40 + " (copy)" and doc["uncommitted_changes"] is None
+    assert sorted(p.name for p in path.parent.iterdir()) == ["check.json"]
+    assert not hasattr(advise, "code_commit")  # one provenance function: the store's

@@ -158,7 +158,7 @@ def test_unwritable_results_folder_fails_before_training(tmp_path, capsys):
 
 
 def test_ctrl_c_prints_one_line(tmp_path, capsys, monkeypatch):
-    import fedtrain.cli as cli
+    import fedtrain.cli.training as cli  # where `fedtrain run` and `fedtrain sweep` call run_sweep
 
     real = cli.run_sweep
 

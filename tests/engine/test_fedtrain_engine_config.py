@@ -116,7 +116,7 @@ def test_every_field_has_a_generated_message(method, name, p):
     declaration: it names the field and states the valid range."""
     import re
 
-    from fedtrain.fedhdp.config import FedHDPConfig
+    from fedtrain.clientdp.config import FedHDPConfig
     from fedtrain.methods.registry import CLIENT, method_spec
 
     client = method_spec(method).unit == CLIENT  # configured by FedHDPConfig, the record-level ones by RunConfig

@@ -1,7 +1,7 @@
 """FedHDP's preset noise multiplier comes from the book's one calibration (:func:`fedtheory.privacy.calibration.calibrate`)
 and is the smallest z on the 3-decimal grid whose client-level ε (rdp accountant, add/remove one client) meets the
 target: checked against ``calibrate``'s own z and against an independent root-finding on
-:func:`fedtrain.fedhdp.accounting.group_epsilon` (scipy's Brent, the preset's former search)."""
+:func:`fedtrain.clientdp.accounting.group_epsilon` (scipy's Brent, the preset's former search)."""
 from __future__ import annotations
 
 import math
@@ -10,7 +10,7 @@ import pytest
 from scipy.optimize import brentq
 
 from fedtheory.privacy.calibration import calibrate
-from fedtrain.fedhdp.accounting import group_epsilon, group_event
+from fedtrain.clientdp.accounting import group_epsilon, group_event
 from fedtrain.presets import FEDHDP_GRIDS, fedhdp_noise_for_epsilon
 
 #: (ε, q, rounds, δ): the paper's 500 rounds, the claims grid's 200, and settings far from them.

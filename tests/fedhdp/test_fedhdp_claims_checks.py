@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from fedtrain.fedhdp.accounting import group_epsilon  # noqa: E402
+from fedtrain.clientdp.accounting import group_epsilon  # noqa: E402
 from fedtrain.fedhdp.experiments import check_claims, grid_provenance  # noqa: E402
 from fedtrain.fedhdp.figures import personal_accuracy, plot_claims_vs_ratio  # noqa: E402
 
@@ -184,27 +184,33 @@ def test_opted_out_share_of_distinct_images_counted_by_content():
 
 def test_the_digit_scale_still_runs_from_its_store(tmp_path, monkeypatch, capsys):
     """``fedtrain fedhdp-claims --scale claims`` serves the committed digit runs from a store holding them (trains
-    nothing), checks claims 1-5 and saves the scale's file."""
+    nothing), checks claims 1-5 and packs the scale's file into a committed store, which serves the same rows."""
     import json
-    from pathlib import Path
 
+    from fedtrain.book_results import committed_store
     from fedtrain.cli import main
-    from fedtrain.fedhdp.experiments import load_provenance, load_results
+    from fedtrain.config import ENGINE_VERSION
+    from fedtrain.results import FORMAT, MANIFEST
     from tests.conftest import store_that_must_not_train
 
-    rows = load_results(Path(__file__).resolve().parents[2] / "book" / "data" / "fedhdp_claims.json")
+    name = "fedhdp-claims-digits"
+    rows = committed_store().client_rows(name)
     store = store_that_must_not_train(rows, tmp_path / "store", monkeypatch, "fedtrain fedhdp-claims --scale claims")
-    out = tmp_path / "digits.json"
-    assert main(["fedhdp-claims", "--scale", "claims", "--results", str(store.root), "--save", str(out)]) == 0
+    out = tmp_path / "committed"
+    out.mkdir()
+    (out / MANIFEST).write_text(json.dumps({"format": FORMAT, "engine_version": ENGINE_VERSION, "files": {}}))
+    assert main(["fedhdp-claims", "--scale", "claims", "--results", str(store.root), "--pack", str(out)]) == 0
     text = capsys.readouterr().out
     assert "[holds] claim 4" in text and "claim 5 (noniid-digits)" in text and "claim 6" not in text
-    assert load_provenance(out) == {"scale": "claims", "command": "fedtrain fedhdp-claims --scale claims"}
-    key = lambda rs: sorted(json.dumps([r["config"], r["metrics"]], sort_keys=True) for r in rs)  # noqa: E731
-    assert key(load_results(out)) == key(rows)
+    packed = committed_store(out)
+    assert {k: v for k, v in packed.client_header(name).items() if k != "manifest"} == {
+        "scale": "claims", "command": "fedtrain fedhdp-claims --scale claims"}
+    key = lambda rs: [json.dumps([r["config"], r["metrics"], r["privacy"]], sort_keys=True) for r in rs]  # noqa: E731
+    assert key(packed.client_rows(name)) == key(rows)
 
 
 def test_rounds_within_is_the_last_round_inside_the_budget():
-    from fedtrain.fedhdp.accounting import rounds_within
+    from fedtrain.clientdp.accounting import rounds_within
 
     for acc in ("rdp", "pld"):
         t = rounds_within(1.0, 1.5, 0.05, 1e-4, acc)

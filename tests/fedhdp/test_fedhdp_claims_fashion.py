@@ -1,7 +1,7 @@
-"""The committed real-image claim runs (``book/data/fedhdp_claims_fashion.json``, grid ``claims-fashion``): exactly
-the grid's configurations, filed under the keys of the current code, on the data as loaded now, with the privacy they
-record recomputed by two accountants, and the claims' outcomes the chapter states.  The command that writes the file
-serves it from a store and trains nothing; it refuses an incomplete grid unless ``--partial``.
+"""The committed real-image claim runs (``results/fedhdp-claims-fashion.json.gz``, grid ``claims-fashion``, read through
+the committed store): exactly the grid's configurations, filed under the keys of the current code, on the data as
+loaded now, with the privacy they record recomputed by two accountants, and the claims' outcomes the chapter states.
+The command that packs the file serves it from a store and trains nothing; it refuses an incomplete grid.
 
 Retraining a committed row takes minutes: ``FEDBOOK_SLOW=1`` runs it (``test_a_committed_fashion_row_reproduces``).
 """
@@ -18,26 +18,27 @@ import pytest
 from fedtrain.config import ENGINE_VERSION
 from fedtrain.data.files import DatasetNotFoundError
 from fedtrain.encoding import decode_float
-from fedtrain.fedhdp.accounting import group_epsilon
-from fedtrain.fedhdp.config import FedHDPConfig
-from fedtrain.fedhdp.experiments import PAPER_TABLE2, check_claims, load_provenance, load_results, paper_comparison
+from fedtrain.clientdp.accounting import group_epsilon
+from fedtrain.clientdp.config import FedHDPConfig
+from fedtrain.book_results import committed_store
+from fedtrain.fedhdp.experiments import PAPER_TABLE2, check_claims, paper_comparison
 from fedtrain.presets import FEDHDP_GRIDS, fedhdp_grid
 from fedtrain.results import row_key
 from tests.conftest import slow, store_that_must_not_train
 
 ROOT = Path(__file__).resolve().parents[2]
-SAVED = ROOT / "book" / "data" / "fedhdp_claims_fashion.json"
+NAME = "fedhdp-claims-fashion"
 GRID = "claims-fashion"
 
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict]:
-    return load_results(SAVED)
+    return committed_store().client_rows(NAME)
 
 
 @pytest.fixture(scope="module")
 def prov() -> dict:
-    return load_provenance(SAVED)["provenance"]
+    return committed_store().client_header(NAME)["provenance"]
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,7 @@ def current_identity() -> dict:
 def test_saved_configs_are_exactly_the_grid(rows):
     key = lambda d: json.dumps(d, sort_keys=True)  # noqa: E731
     assert sorted(key(r["config"]) for r in rows) == sorted(key(c.to_dict()) for c in fedhdp_grid(GRID))
-    assert json.loads(SAVED.read_text())["grid"] == GRID
+    assert committed_store().client_header(NAME)["grid"] == GRID
 
 
 def test_rows_are_filed_under_the_current_keys(rows, prov):
@@ -68,7 +69,7 @@ def test_rows_are_filed_under_the_current_keys(rows, prov):
 def test_provenance_names_grid_command_data_privacy_and_time(rows, prov):
     assert prov["grid"] == GRID and prov["runs"] == len(rows) == len(fedhdp_grid(GRID)) and prov["missing_runs"] == 0
     assert prov["command"].startswith(f"fedtrain fedhdp-claims --grid {GRID} --results ")
-    assert prov["command"].endswith("--save book/data/fedhdp_claims_fashion.json") and "--partial" not in prov["command"]
+    assert "--partial" not in prov["command"]
     assert prov["rows_commit"] != "not recorded by the rows" and "+dirty" not in prov["written_by_commit"]
     g = FEDHDP_GRIDS[GRID]
     assert prov["target_epsilon"] == g["target_epsilon"] and prov["delta"] == g["delta"]
@@ -161,7 +162,7 @@ def test_paper_comparison_sets_table_2_beside_the_runs_without_zero_spreads(rows
 def test_a_committed_fashion_row_reproduces(rows, current_identity):
     """One committed row, drawn at random with a fixed seed among the runs that train (r > 0 or a baseline), is
     retrained from its config and gives its stored metrics (rel 1e-5: float32 summation order may differ by CPU)."""
-    from fedtrain.fedhdp.trainer import train
+    from fedtrain.clientdp.trainer import train
 
     pool = [r for r in rows if not (r["config"]["method"] == "fedhdp" and r["config"]["ratio"] == 0.0)]
     row = random.Random(20261124).choice(sorted(pool, key=lambda r: r["key"]))
@@ -180,21 +181,27 @@ def test_the_command_serves_the_grid_from_a_store_trains_nothing_and_refuses_an_
     from fedtrain.cli import main
 
     store = store_that_must_not_train(rows, tmp_path / "store", monkeypatch, "fedtrain fedhdp-claims --grid")
+    from fedtrain.results import FORMAT, MANIFEST
+
     cmd = ["fedhdp-claims", "--grid", GRID, "--results", str(store.root), "--rows-commit", "abc"]
-    full = tmp_path / "full.json"
-    assert main(cmd + ["--save", str(full)]) == 0
+    out = tmp_path / "committed"
+    out.mkdir()
+    (out / MANIFEST).write_text(json.dumps({"format": FORMAT, "engine_version": ENGINE_VERSION, "files": {}}))
+    assert main(cmd + ["--pack", str(out)]) == 0
     assert "[holds] claim 6" in capsys.readouterr().out
     metrics = lambda rs: sorted(json.dumps([r["key"], r["metrics"]], sort_keys=True) for r in rs)  # noqa: E731
-    assert metrics(load_results(full)) == metrics(rows)
-    head = load_provenance(full)
+    packed = committed_store(out)
+    assert metrics(packed.client_rows(NAME)) == metrics(rows)
+    head = packed.client_header(NAME)
     assert head["provenance"]["rows_commit"] == "abc" and head["provenance"]["missing_runs"] == 0
-    assert head["command"] == head["provenance"]["command"] and f"--save {full}" in head["command"]
+    assert head["command"] == head["provenance"]["command"] and f"--pack {out}" in head["command"]
 
     next(store.root.glob("*.json")).unlink()
-    part = tmp_path / "part.json"
-    assert main(cmd + ["--save", str(part)]) == 2
+    before = (out / MANIFEST).read_bytes()
+    assert main(cmd + ["--pack", str(out)]) == 2
     err = capsys.readouterr().err
-    assert f"holds {len(rows) - 1} of the {len(rows)} runs" in err and "--partial" in err and not part.exists()
-    assert main(cmd + ["--save", str(part), "--partial"]) == 0
-    assert load_provenance(part)["provenance"]["missing_runs"] == 1 and "--partial" in load_provenance(part)["command"]
-    assert len(load_results(part)) == len(rows) - 1
+    assert f"holds {len(rows) - 1} of the {len(rows)} runs" in err and "--partial" in err
+    with pytest.raises(SystemExit):
+        main(cmd + ["--pack", str(out), "--partial"])  # --pack takes a complete grid only
+    assert "--pack takes a complete grid" in capsys.readouterr().err and (out / MANIFEST).read_bytes() == before
+    assert main(cmd + ["--partial"]) == 0  # served and checked, nothing packed

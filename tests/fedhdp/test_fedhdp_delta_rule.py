@@ -9,8 +9,9 @@ import pytest
 
 from fedtrain.cli import main
 from fedtrain.data.registry import load_dataset
-from fedtrain.fedhdp import FedHDPConfig, train
-from fedtrain.fedhdp.accounting import check_group_delta, delta_bound
+from fedtrain.clientdp.config import FedHDPConfig
+from fedtrain.clientdp.trainer import train
+from fedtrain.clientdp.accounting import check_group_delta, delta_bound
 
 OPTS = dict(num_clients=40, samples_per_client=6, test_per_client=4, nonprivate_fraction=0.1)
 
@@ -59,5 +60,7 @@ def test_cli_reproduction_gives_a_one_line_error():
         main(["run", "--dataset", "noniid-digits", "--method", "fedhdp", "--delta", "0.999", "--rounds", "2"])
     assert exc.value.code == 2
     msg = err.getvalue()
-    assert msg.count("\n") == 1 and msg.startswith("fedtrain: error: delta must be")
+    # one line; the run goes through the sweep, which names the configuration first, as for the record-level methods
+    assert msg.count("\n") == 1 and msg.startswith("fedtrain: error: configuration fedhdp r=")
+    assert ": delta must be in (0, N_g^-1.1)" in msg
     assert "N_g=1900" in msg and "< 0.000247" in msg and "(got 0.999)" in msg

@@ -1,6 +1,6 @@
 """FedHDP's server, measured round by round (client-level DP, add/remove one client of the private group).
 
-Each test watches every round of a real ``train`` through a spy on :func:`fedtrain.fedhdp.trainer.server_aggregate`
+Each test watches every round of a real ``train`` through a spy on :func:`fedtrain.clientdp.trainer.server_aggregate`
 (the noise it drew, the step it returned) and, with zero local updates (the clients' local training replaced by
 a function that returns zeros and counts its clients), compares what the server did with what Algorithm 2 and
 Andrew et al. (2021) prescribe, computed here from the configuration alone:
@@ -22,8 +22,9 @@ import pytest
 import torch
 
 from fedtrain.data.registry import load_dataset
-from fedtrain.fedhdp import FedHDPConfig, train
-from fedtrain.fedhdp import trainer as T
+from fedtrain.clientdp.config import FedHDPConfig
+from fedtrain.clientdp.trainer import train
+from fedtrain.clientdp import trainer as T
 
 SE = 4.0
 OPTS = dict(num_clients=40, samples_per_client=6, test_per_client=4, nonprivate_fraction=0.1)

@@ -10,7 +10,8 @@ import torch
 
 from fedtrain.cli import main
 from fedtrain.data.registry import load_dataset
-from fedtrain.fedhdp import FedHDPConfig, train
+from fedtrain.clientdp.config import FedHDPConfig
+from fedtrain.clientdp.trainer import train
 from fedtrain.fedhdp.experiments import load_results, run_experiment
 from fedtrain.methods.registry import CLIENT, METHOD_REGISTRY, PRIVACY_UNITS, RECORD, method_spec
 
@@ -104,7 +105,7 @@ def test_stored_runs_are_served_checked_and_migrated(tmp_path, monkeypatch):
     files = sorted((tmp_path / "new").glob("*.json"))
     assert len(files) == 2 and all(f.stem.startswith(c.key()) for f, c in
                                    zip(files, sorted(configs, key=lambda c: c.key())))
-    monkeypatch.setattr("fedtrain.fedhdp.trainer.train", lambda *a, **k: pytest.fail("a stored run was retrained"))
+    monkeypatch.setattr("fedtrain.clientdp.trainer.train", lambda *a, **k: pytest.fail("a stored run was retrained"))
     again = run_experiment(configs, tmp_path / "new")
     assert [r["metrics"] for r in again] == [r["metrics"] for r in rows]
     monkeypatch.undo()
@@ -142,7 +143,7 @@ def test_replace_with_options_replaces_every_option():
     """``replace(options=...)`` replaces the options (the old flat option values do not override them), in
     both configuration classes (fedtrain.config.OptionsConfig)."""
     from fedtrain.config import RunConfig
-    from fedtrain.fedhdp.config import FedHDPConfig
+    from fedtrain.clientdp.config import FedHDPConfig
     from fedtrain.methods.options import FedHDPOptions
 
     c = FedHDPConfig(method="fedhdp", ratio=0.2, rounds=3)

@@ -8,11 +8,12 @@ import pytest
 import torch
 
 from fedtrain.data.registry import load_dataset
-from fedtrain.fedhdp import FedHDPConfig, train
-from fedtrain.fedhdp import trainer as T
+from fedtrain.clientdp.config import FedHDPConfig
+from fedtrain.clientdp.trainer import train
+from fedtrain.clientdp import trainer as T
 from fedtrain.models.client import client_loss, pad_clients
-from fedtrain.fedhdp.accounting import (PAPER_PRIVACY, effective_noise_multiplier, group_epsilon,
-                                        update_noise_multiplier)
+from fedtrain.clientdp.accounting import (PAPER_PRIVACY, effective_noise_multiplier, group_epsilon,
+                                          update_noise_multiplier)
 
 SMALL = dict(num_clients=40, samples_per_client=6, test_per_client=4, nonprivate_fraction=0.1)
 
@@ -271,16 +272,15 @@ def test_cli_bad_values(capsys, flag, value, name):
 
 # ------------------------------------------------------------------------------------------ stored claims
 def test_stored_claims_results_match_the_declared_experiment():
-    """book/data/fedhdp_claims.json (read by the chapter) holds exactly the runs of the 'claims' scale."""
+    """The committed digit runs (read by the chapter from the committed store) are exactly the 'claims' scale's."""
     import json
-    from pathlib import Path
 
-    from fedtrain.fedhdp.experiments import experiment_configs, load_results
+    from fedtrain.book_results import committed_store
+    from fedtrain.presets import fedhdp_scale_configs
 
-    path = Path(__file__).resolve().parents[2] / "book" / "data" / "fedhdp_claims.json"
-    stored = load_results(path)
-    assert json.loads(path.read_text())["scale"] == "claims"
-    want = experiment_configs("claims", "noniid-digits") + experiment_configs("claims", "noniid-digits-skewed")
+    stored = committed_store().client_rows("fedhdp-claims-digits")
+    assert committed_store().client_header("fedhdp-claims-digits")["scale"] == "claims"
+    want = fedhdp_scale_configs("claims", "noniid-digits") + fedhdp_scale_configs("claims", "noniid-digits-skewed")
     key = lambda d: json.dumps(d, sort_keys=True)  # noqa: E731
     assert sorted(key(r["config"]) for r in stored) == sorted(key(c.to_dict()) for c in want)
     for r in stored:
@@ -289,9 +289,10 @@ def test_stored_claims_results_match_the_declared_experiment():
 
 def test_r0_collapses_on_skewed_opt_outs():
     """Claim 4 in seconds: with r = 0 the skewed data's global model knows only the opted-out clients' class."""
-    from fedtrain.fedhdp.experiments import experiment_configs, run_experiment
+    from fedtrain.fedhdp.experiments import run_experiment
+    from fedtrain.presets import fedhdp_scale_configs
 
-    rows = run_experiment(experiment_configs("chapter", "noniid-digits-skewed", seeds=(0,), ratios=(0.0,),
-                                             methods=("fedhdp",)))
+    rows = run_experiment(fedhdp_scale_configs("chapter", "noniid-digits-skewed", seeds=(0,), ratios=(0.0,),
+                                               methods=("fedhdp",)))
     m = rows[0]["metrics"]
     assert m["acc_g"] < 15 and m["acc_g_np"] == 100.0 and m["acc_l_p"] == m["acc_g_p"]

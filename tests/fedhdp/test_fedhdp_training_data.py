@@ -79,7 +79,8 @@ def test_femnist_h5_loader(tmp_path):
 
 
 def test_fedhdp_trains_on_femnist_files(tmp_path):
-    from fedtrain.fedhdp import FedHDPConfig, train
+    from fedtrain.clientdp.config import FedHDPConfig
+    from fedtrain.clientdp.trainer import train
 
     rng = np.random.default_rng(1)
     _write_h5(tmp_path / "fed_emnist_train.h5", tmp_path / "fed_emnist_test.h5", [f"w{i}" for i in range(20)], rng)
@@ -90,7 +91,8 @@ def test_fedhdp_trains_on_femnist_files(tmp_path):
 
 
 def test_fedhdp_trains_on_femnist_standin():
-    from fedtrain.fedhdp import FedHDPConfig, train
+    from fedtrain.clientdp.config import FedHDPConfig
+    from fedtrain.clientdp.trainer import train
 
     opts = dict(num_clients=40, mean_samples=10, test_per_client=4, nonprivate_fraction=0.1)
     res = train(FedHDPConfig(dataset="femnist-standin", dataset_options=opts, method="fedhdp", ratio=0.1, rounds=3,

@@ -64,7 +64,8 @@ def test_cli_gives_one_line_naming_the_range(accountant, eps):
 def test_fedhdp_refuses_before_training():
     """Client-level runs give their noise multiplier: an ε out of the accountant's range is refused before round 1."""
     from fedtrain.data.registry import load_dataset
-    from fedtrain.fedhdp import FedHDPConfig, train
+    from fedtrain.clientdp.config import FedHDPConfig
+    from fedtrain.clientdp.trainer import train
 
     opts = dict(num_clients=20, samples_per_client=4, test_per_client=2, nonprivate_fraction=0.1)
     data = load_dataset("noniid-digits", **opts)

@@ -1,5 +1,5 @@
 """The real-image Fig. 6 grid in the committed store: packing a grid's finished rows (fedtrain.book_results.pack_grid,
-``benchmarks/run_real_image_grids.py GRID --pack DIR``) on fake rows, and the committed file ``results/`` holds.
+``fedtrain grid GRID --pack DIR``) on fake rows, and the committed file ``results/`` holds.
 
 ``test_committed_real_image_row_reproduces`` retrains one committed row of each real-image grid chosen at random (a ConvNet
 run of minutes on one core); it runs only with ``FEDBOOK_SLOW=1`` (the draw's seed is printed; set
@@ -40,7 +40,7 @@ IDENTITY = {"files": {"train-images-idx3-ubyte": "0" * 64}}
 
 
 def _work(tmp_path, configs, *, identity=IDENTITY):
-    store = ResultsStore(tmp_path / "work", command="run_real_image_grids.py fig6-fashion", commit="a" * 40)
+    store = ResultsStore(tmp_path / "work", command="fedtrain grid fig6-fashion", commit="a" * 40)
     for i, c in enumerate(configs):
         store.put(fake_result(c, float(np.float32(0.5 + 0.001 * i)), metric="accuracy", num_silos=3,
                               identity=identity, curve=[0.25, 0.5], wall_time=10.0))
@@ -100,7 +100,7 @@ def test_pack_grid_packs_the_grids_rows_counts_the_missing_and_is_idempotent(tmp
         grid_rows(committed_store(out), GRID)
     # a damaged grid file fails loudly and names the grid's own commands
     (out / entry["file"]).write_bytes(raw[:-5])
-    with pytest.raises(StaleStoreError, match=r"does not match the SHA-256.*run_real_image_grids.py fig6-fashion"):
+    with pytest.raises(StaleStoreError, match=r"does not match the SHA-256.*fedtrain grid fig6-fashion"):
         committed_store(out)
 
 
@@ -165,7 +165,7 @@ def test_pack_grid_refuses_what_it_cannot_pack(tmp_path):
 def committed():
     store = committed_store()
     if grid_file(GRID) not in store.manifest["files"]:
-        pytest.skip(f"results/ holds no {GRID} rows (python benchmarks/run_real_image_grids.py {GRID} --pack results)")
+        pytest.skip(f"results/ holds no {GRID} rows (fedtrain grid {GRID} --pack results)")
     return store
 
 
@@ -230,14 +230,10 @@ def test_committed_real_image_row_reproduces(committed, grid):
 
 
 def _runner():
-    """benchmarks/run_real_image_grids.py as a module (the benchmarks folder is not a package)."""
-    import importlib.util
+    """``fedtrain grid``'s module."""
+    from fedtrain import grids
 
-    path = DEFAULT_RESULTS_DIR.parent / "benchmarks" / "run_real_image_grids.py"
-    spec = importlib.util.spec_from_file_location("run_real_image_grids", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return grids
 
 
 def test_the_runner_archives_with_pack_and_a_fresh_store_resumes_from_the_archive(tmp_path, monkeypatch, capsys):
@@ -250,7 +246,7 @@ def test_the_runner_archives_with_pack_and_a_fresh_store_resumes_from_the_archiv
     assert len(gzip.decompress(archive.read_bytes()).splitlines()) == len(grid)
     # a fresh machine: an empty work store, the committed archive where the runner looks for it
     monkeypatch.setattr(runner, "RAW_ARCHIVE", lambda g: archive)
-    monkeypatch.setattr("fedtrain.sweep.run_sweep", lambda *a, **k: pytest.fail("the runner trained a stored run"))
+    monkeypatch.setattr(runner, "run_sweep", lambda *a, **k: pytest.fail("the runner trained a stored run"))
     fresh = tmp_path / "fresh"
     assert runner.main([GRID, "--store", str(fresh)]) == 0
     said = capsys.readouterr().out
@@ -278,7 +274,7 @@ def test_the_runners_shards_split_the_missing_runs_and_stop_by_starts_no_run_pas
         trained.extend(configs)
         return [fake_result(configs[0], 0.5, metric="accuracy", num_silos=3, identity=IDENTITY)]
 
-    monkeypatch.setattr("fedtrain.sweep.run_sweep", fake_sweep)
+    monkeypatch.setattr(runner, "run_sweep", fake_sweep)
     monkeypatch.setattr(runner.time, "perf_counter", lambda: clock[0])
     assert runner.main([GRID, "--store", str(work.root), "--shard", "1/3"]) == 0
     assert [c.key() for c in trained] == share(1, 3) and share(1, 3)
@@ -291,5 +287,5 @@ def test_the_runners_shards_split_the_missing_runs_and_stop_by_starts_no_run_pas
     assert "stopping" in capsys.readouterr().out
     for bad in (["--shard", "3/3"], ["--shard", "a/b"], ["--workers", "0"], ["--stop-by", "0"],
                 ["--workers", "2", "--shard", "0/2"]):
-        with pytest.raises(SystemExit, match="--shard|--workers|--stop-by"):
+        with pytest.raises(ValueError, match="--shard|--workers|--stop-by"):
             runner.main([GRID, "--store", str(work.root), *bad])

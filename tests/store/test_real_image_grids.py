@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from fedtrain.fedhdp.accounting import group_epsilon
+from fedtrain.clientdp.accounting import group_epsilon
 from fedtrain.presets import (DEEP_FIGURES, FEDHDP_GRIDS, REAL_IMAGE_GRIDS, deep_grid, deep_grid_note, fedhdp_grid,
                               fedhdp_noise_for_epsilon)
 

@@ -75,8 +75,8 @@ def test_committed_rows_reproduce():
     print(f"\nresults sample: {SEED_ENV}={seed} {SIZE_ENV}={size} (set them to repeat this draw)")
     rng = random.Random(seed)
     # the preset's rows (seconds each); the real-image grids' rows (minutes each) have their own, opt-in test
-    # (tests/store/test_fig6_fashion_store.py)
-    grid_files = {f for f, info in store.manifest["files"].items() if info.get("grid")}
+    # (tests/store/test_fig6_fashion_store.py), FedHDP's client-level rows theirs (tests/fedhdp/test_fedhdp_claims_*)
+    grid_files = {f for f, info in store.manifest["files"].items() if info.get("grid") or info.get("unit") == "client"}
     keys = rng.sample([k for k in store.keys() if store.file_of(k) not in grid_files], size)
     t0 = time.perf_counter()
     for key in keys:

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from fedtrain.config import RunConfig
-from fedtrain.fedhdp.config import FedHDPConfig
-from fedtrain.fedhdp.trainer import train
+from fedtrain.clientdp.config import FedHDPConfig
+from fedtrain.clientdp.trainer import train
 from fedtrain.results import MANIFEST, CommittedStore, ResultsStore, ResultsStoreError, StaleStoreError, pack_rows
 from fedtrain.store.archive import archive_rows, restore_rows
 from fedtrain.store.claims import ClaimChecker

@@ -1,6 +1,6 @@
 """One results store for both kinds of runs: a record-level run (:class:`~fedtrain.config.RunConfig` →
-:class:`~fedtrain.engine.RunResult`) and a client-level run (:class:`~fedtrain.fedhdp.config.FedHDPConfig` →
-:class:`~fedtrain.fedhdp.trainer.FedHDPResult`) filed in one folder, served, listed and checked by
+:class:`~fedtrain.engine.RunResult`) and a client-level run (:class:`~fedtrain.clientdp.config.FedHDPConfig` →
+:class:`~fedtrain.clientdp.trainer.FedHDPResult`) filed in one folder, served, listed and checked by
 :class:`~fedtrain.results.ResultsStore`; a client-level row keeps the format of the client-level folders."""
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from fedtrain.cli import main
 from fedtrain.config import ENGINE_VERSION, RunConfig
 from fedtrain.data.base import data_identity
-from fedtrain.fedhdp.config import FedHDPConfig
-from fedtrain.fedhdp.trainer import FedHDPResult, train
+from fedtrain.clientdp.config import FedHDPConfig
+from fedtrain.clientdp.trainer import FedHDPResult, train
 from fedtrain.results import ResultsStore, ResultsStoreError, git_commit, row_key
 from fedtrain.testing import fake_result
 
@@ -60,16 +60,17 @@ def test_one_folder_files_and_serves_both_kinds(tmp_path, client_result):
         list(store.rows(kind="silo"))
 
 
-def test_a_client_level_row_keeps_its_format_and_is_checked(tmp_path, client_result):
+def test_a_client_level_row_has_the_one_row_format_and_is_checked(tmp_path, client_result):
     store = ResultsStore(tmp_path)
     store.put(client_result)
     (path,) = tmp_path.glob("*.json")
-    # the client-level rows' format: the result's to_dict in its order, then the key, the provenance and the digest
+    # one row format for both units: the result's to_dict plus the fields the store adds to every row, keys sorted
     written = json.loads(path.read_text())
-    assert list(written) == [*client_result.to_dict(), "key", "provenance", "digest"]
-    assert path.read_text() == json.dumps({**client_result.to_dict(), "key": path.stem,
-                                           "provenance": written["provenance"], "digest": written["digest"]},
-                                          allow_nan=True)
+    added = ("key", "config_key", "engine_version", "created", "provenance", "eps_orders", "digest")
+    assert sorted(written) == sorted([*client_result.to_dict(), *added])
+    assert path.read_text() == json.dumps({**client_result.to_dict(), **{k: written[k] for k in added}},
+                                          sort_keys=True, allow_nan=False)
+    assert written["config_key"] == client_result.config.key() and written["eps_orders"] is None
     assert set(written["provenance"]) == {"engine_version", "commit", "command", "seconds", "machine"}
     assert written["provenance"]["seconds"] == client_result.wall_time
     row = json.loads(path.read_text())
@@ -87,7 +88,7 @@ def test_fedtrain_run_stores_client_level_runs_and_serves_them(tmp_path, capsys,
     assert main(["run", *CLIENT_FLAGS, "--results", str(folder), "--json"]) == 0
     first = json.loads(capsys.readouterr().out)
     assert len(ResultsStore(folder)) == 2 and len(list(ResultsStore(folder).rows(kind="client"))) == 2
-    monkeypatch.setattr("fedtrain.fedhdp.trainer.train", lambda *a, **k: pytest.fail("a stored run was retrained"))
+    monkeypatch.setattr("fedtrain.clientdp.trainer.train", lambda *a, **k: pytest.fail("a stored run was retrained"))
     assert main(["run", *CLIENT_FLAGS, "--results", str(folder), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == first
     assert main(["run", *CLIENT_FLAGS, "--results", str(folder)]) == 0  # the table and ε per group, from the store

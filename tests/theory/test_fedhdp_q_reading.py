@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from fedtheory.privacy.rdp import rdp_to_epsilon, subsampled_gaussian_rdp
-from fedtrain.fedhdp.accounting import PAPER_PRIVACY, group_epsilon
+from fedtrain.clientdp.accounting import PAPER_PRIVACY, group_epsilon
 
 
 def test_femnist_sampling_rate_readings():

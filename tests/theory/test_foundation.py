@@ -138,3 +138,14 @@ def test_fedtrain_imports_no_private_fedtheory_module():
            for i, line in enumerate(p.read_text().splitlines(), 1)
            if pattern.search(line) and ("import" in line or "fedtheory" in line)]
     assert bad == [], "\n".join(bad)
+
+
+@pytest.mark.parametrize("text", ["1e309", "-1e400", ["0.5", "1e999"]])
+def test_a_number_that_overflows_a_float_is_refused_only_the_word_inf_means_infinity(text):
+    from fedtheory.validation import as_float_array, check_positive
+
+    with pytest.raises(ValueError, match="finite number or the word inf"):
+        as_float_array("eps", text)
+    with pytest.raises(ValueError, match="eps must be a finite number"):
+        check_positive("eps", text)
+    assert np.isinf(as_float_array("eps", "inf")) and np.isinf(as_float_array("eps", ["1", "-Infinity"])).any()

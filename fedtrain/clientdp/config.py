@@ -25,12 +25,12 @@ every 50 rounds, S⁰ = 0.5, η_b = 0.2, κ = 0.5, effective noise multiplier 1.
 :meth:`FedHDPConfig.key` (shared with :class:`fedtrain.config.RunConfig` through
 :class:`fedtrain.config.OptionsConfig`) is :func:`fedtrain.config.config_key` of :meth:`FedHDPConfig.to_dict`: it
 holds the engine version, as the cross-silo configurations' keys do, and with the data's identity it files a run in a
-results store (:func:`fedtrain.fedhdp.experiments.run_key`).
+results store (:func:`fedtrain.store.keys.row_key`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from fedtrain.config import OptionsConfig
 from fedtrain.encoding import encode
@@ -38,7 +38,7 @@ from fedtrain.methods.options import MethodOptions
 from fedtrain.methods.registry import CLIENT_METHODS, METHOD_REGISTRY, method_spec, option_params
 from fedtrain.params import param, params_of, validate_fields
 
-__all__ = ["FedHDPConfig", "FEDHDP_METHODS", "METHOD_LABELS"]
+__all__ = ["FedHDPConfig", "FEDHDP_METHODS", "METHOD_LABELS", "method_configs"]
 
 #: The client-level methods, in table order (the registry's methods whose privacy unit is a client).
 FEDHDP_METHODS = CLIENT_METHODS
@@ -121,3 +121,11 @@ class FedHDPConfig(OptionsConfig):
 
     def __hash__(self) -> int:
         return hash(self.key())
+
+
+def method_configs(method: str, ratios: Sequence[float], **fields: Any) -> list[FedHDPConfig]:
+    """One configuration per ratio for a method taking the weight ratio ``r`` (its registry entry), else one
+    (``r = 1``); ``fields``: the other settings of every configuration."""
+    if method_spec(method).takes_ratio:
+        return [FedHDPConfig(method=method, ratio=r, **fields) for r in ratios]
+    return [FedHDPConfig(method=method, **fields)]

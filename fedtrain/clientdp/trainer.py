@@ -16,7 +16,7 @@ One round ``t`` (vectorized over the round's clients with ``torch.func.vmap``):
    ``b̄ = (Σ_j (b_j − ½) + N(0, z_b²))/n + ½`` over all contacted clients (``z_b`` only when a private
    group takes part; ``z_b = count_noise_per_client · q · N_contacted``).
 
-Privacy: :mod:`fedtrain.fedhdp.accounting` (client-level adjacency, effective multiplier, per-group
+Privacy: :mod:`fedtrain.clientdp.accounting` (client-level adjacency, effective multiplier, per-group
 ledger).  Evaluation (Sec. 5.1): ``acc_g`` is the global model on the server test set; per client, the
 global model and the personal model on the client's local test data, averaged over the private and the
 non-private clients; a client never sampled is evaluated with the model it would start from (θ^T).
@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -41,9 +42,9 @@ from fedtrain import ledger as silo_ledger
 from fedtrain.data.base import FederatedData
 from fedtrain.data.registry import load_dataset
 from fedtrain.encoding import decode_floats, encode
-from fedtrain.fedhdp.accounting import (CLIENT_ADJACENCY, UNACCOUNTED, check_group_delta,
-                                        effective_noise_multiplier, group_epsilon, update_noise_multiplier)
-from fedtrain.fedhdp.config import FedHDPConfig
+from fedtrain.clientdp.accounting import (CLIENT_ADJACENCY, UNACCOUNTED, check_group_delta,
+                                          effective_noise_multiplier, group_epsilon, update_noise_multiplier)
+from fedtrain.clientdp.config import FedHDPConfig
 from fedtrain.methods.registry import METHOD_REGISTRY
 from fedtrain.models.client import FCNet, LinearNet, client_loss, client_model, pad_clients  # noqa: F401 (re-exported)
 
@@ -52,7 +53,7 @@ from fedtrain.models.client import FCNet, LinearNet, client_loss, client_model, 
 CLIENT_CHUNK_ENTRIES = 1 << 20
 
 __all__ = ["CLIENT_CHUNK_ENTRIES", "PrivacyGroup", "FedHDPResult", "privacy_groups", "server_aggregate", "clip_updates",
-           "train", "FCNet", "LinearNet", "local_update"]
+           "train", "run_many", "validate", "FCNet", "LinearNet", "local_update"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -257,7 +258,7 @@ def _decode_nonfinite(value):
 # --------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _Noise:
-    """The run's noise settings (:mod:`fedtrain.fedhdp.accounting`): effective ``z``, update noise ``z_Δ``, count
+    """The run's noise settings (:mod:`fedtrain.clientdp.accounting`): effective ``z``, update noise ``z_Δ``, count
     noise ``z_b`` (``None``: no count released) and the clients a round may contact."""
 
     z_eff: float
@@ -346,7 +347,7 @@ def _check_data(config: FedHDPConfig, data: FederatedData) -> list[PrivacyGroup]
 
 
 def _noise_settings(config: FedHDPConfig, groups: list[PrivacyGroup], n_clients: int) -> _Noise:
-    """Effective, update and count noise (:mod:`fedtrain.fedhdp.accounting`); the planned ε is computed here, so
+    """Effective, update and count noise (:mod:`fedtrain.clientdp.accounting`); the planned ε is computed here, so
     that an accountant's range error (``ValueError``) costs no rounds."""
     q = float(config.sample_rate)
     any_private = any(g.private and g.contacted for g in groups)
@@ -529,6 +530,22 @@ def train(config: FedHDPConfig, data: FederatedData | None = None, *, keep_model
         never_sampled=int((~st.started & noise.contacted).sum()), data=data.summary(),
         global_model=st.theta.numpy().copy() if keep_models else None,
         personal_models=st.personal.numpy().copy() if keep_models else None)
+
+
+def validate(config: FedHDPConfig, data: FederatedData) -> None:
+    """Every check :func:`train` makes before its first round, without training: the privacy groups on ``data``,
+    δ < N_g^{-1.1} per private group, the noise settings and the planned ε within the accountant's range.  Raises the
+    ``ValueError`` :func:`train` would; the validator of the client-level methods' registry entries."""
+    if not isinstance(config, FedHDPConfig):
+        raise ValueError(f"config must be a FedHDPConfig (got {type(config).__name__})")
+    _noise_settings(config, _check_data(config, data), data.num_silos)
+
+
+def run_many(configs: Sequence[FedHDPConfig], data: FederatedData) -> list[FedHDPResult]:
+    """:func:`train` every configuration on ``data``, one after another (the client-level methods' runner in the
+    registry, called by :func:`fedtrain.sweep.run_sweep` on a batch); each result is what ``train(config, data)``
+    gives alone (every run draws from its own generator seeded with its config's seed)."""
+    return [train(c, data) for c in configs]
 
 
 def _one_row(book: silo_ledger.SiloLedger, gi: int) -> silo_ledger.SiloLedger:

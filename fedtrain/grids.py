@@ -1,4 +1,4 @@
-"""Compute (or resume) the real-image grids into a work store, one run at a time, seed 0 first.
+"""``fedtrain grid NAME``: compute (or resume) a real-image grid into a work store, one run at a time, seed 0 first.
 
 Grids: ``fig6-fashion`` and ``fig3d-fashion`` (:data:`fedtrain.deep_grids.REAL_IMAGE_GRIDS`, through
 :func:`fedtrain.deep_grids.deep_grid` and :func:`fedtrain.sweep.run_sweep` into a
@@ -13,30 +13,30 @@ Usage (background, lowest priority, one core; the store lives outside the reposi
 ``$FEDBOOK_RUNS_DIR`` or ``~/.cache/fedbook-runs``)::
 
     cd <checkout> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 setsid nohup nice -n 19 \\
-        .venv/bin/python benchmarks/run_real_image_grids.py fig6-fashion \\
-        >> ~/.cache/fedbook-runs/fig6-fashion.log 2>&1 &
-    python benchmarks/run_real_image_grids.py fig6-fashion --status     # how far it got
-    python benchmarks/run_real_image_grids.py fig6-fashion --pack results   # commit the rows done so far
+        .venv/bin/fedtrain grid fig6-fashion >> ~/.cache/fedbook-runs/fig6-fashion.log 2>&1 &
+    fedtrain grid fig6-fashion --status          # how far it got, and what the committed archive would restore
+    fedtrain grid fig6-fashion --pack results    # commit the rows done so far
 
 ``--pack DIR`` trains nothing: it writes the grid's rows present in the work store into the committed store ``DIR``
 (:func:`fedtrain.book_results.pack_grid`: ``<dataset>.json.gz`` and its ``MANIFEST.json`` entry, saying how many of
 the grid's runs are in and which are missing); rerun it as the grid grows.  It also archives every row of the work
 store, byte for byte, in ``DIR/raw/<grid>.jsonl.gz`` (:func:`fedtrain.store.archive.archive_rows`); a later
 computing start writes the archived rows its work store lacks back into it (:func:`~fedtrain.store.archive.restore_rows`,
-each checked against its key), so a fresh machine resumes the grid instead of recomputing it.
+each checked against its key), so a fresh machine resumes the grid instead of recomputing it; ``--status`` counts those rows too
+("N of M runs in the work store, K more restorable from the archive").
 
 Tuning axes and controls (a real-image grid only; :func:`extend_grid`)::
 
-    python benchmarks/run_real_image_grids.py fig6-fashion --lrs 0.03,0.3 --clips 3 --clip-only-eps 1e6 --select-every 3
+    fedtrain grid fig6-fashion --lrs 0.03,0.3 --clips 3 --clip-only-eps 1e6 --select-every 3
 
 runs every configuration at each η of ``--lrs``, each private one at each clip of ``--clips``, adds a clip-only
 control (the same run at a finite ε >= 1e5) of each private one and spreads IFCA's private selections every E
 rounds; an empty, non-finite or non-positive grid, an infinite clip-only ε or a schedule past the last round is a
-one-line error naming the argument.  The added runs go to the work store (``--pack`` packs the grid's own).
+one-line error naming the argument (``fedtrain grid: error: --lrs ...``).  The added runs go to the work store (``--pack`` packs the grid's own).
 
 On a machine with many cores (a real-image grid only)::
 
-    python benchmarks/run_real_image_grids.py fig6-fashion --workers 15 --stop-by 540
+    fedtrain grid fig6-fashion --workers 15 --stop-by 540
 
 starts 15 processes of one thread each (``--shard i/15``: the i-th of every 15 runs of the grid, in the order above,
 that are missing), and
@@ -46,12 +46,34 @@ process started (for a machine lent for a fixed time; what is cut off is left fo
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
+import math
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Sequence
+
+from fedtrain.book_results import grid_configs, pack_grid
+from fedtrain.data.base import identity_digest
+from fedtrain.data.registry import load_dataset
+from fedtrain.fedhdp.experiments import run_experiment
+from fedtrain.presets import FEDHDP_GRIDS, REAL_IMAGE_GRIDS, fedhdp_grid
+from fedtrain.regime import check_clip_only_eps, check_positive_grid
+from fedtrain.results import ResultsStore
+from fedtrain.store.archive import archive_rows, restore_rows
+from fedtrain.store.layout import shown_path
+from fedtrain.sweep import run_sweep
+
+__all__ = ["GRIDS", "DEFAULT_ROOT", "RAW_ARCHIVE", "configure_parser", "run", "main", "extend_grid", "block",
+           "restorable"]
 
 REPO = Path(__file__).resolve().parents[1]
+
+#: The grids ``fedtrain grid`` computes: the real-image grids, then FedHDP's.
+GRIDS = tuple(sorted(REAL_IMAGE_GRIDS)) + tuple(sorted(FEDHDP_GRIDS))
 
 
 def RAW_ARCHIVE(grid: str) -> Path:  # noqa: N802 (a path constant, by grid)
@@ -64,13 +86,13 @@ def RAW_ARCHIVE(grid: str) -> Path:  # noqa: N802 (a path constant, by grid)
 DEFAULT_ROOT = Path(os.environ.get("FEDBOOK_RUNS_DIR") or Path.home() / ".cache" / "fedbook-runs")
 
 
-def parse(argv=None):
-    from fedtrain.presets import FEDHDP_GRIDS, REAL_IMAGE_GRIDS
-
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("grid", choices=sorted(REAL_IMAGE_GRIDS) + sorted(FEDHDP_GRIDS))
+def configure_parser(p: argparse.ArgumentParser) -> None:
+    """The flags of ``fedtrain grid``."""
+    p.description = __doc__.split("\n\n")[0].split(": ", 1)[1]
+    p.add_argument("grid", choices=GRIDS)
     p.add_argument("--store", default=None, help=f"store folder (default {DEFAULT_ROOT}/<grid>)")
-    p.add_argument("--status", action="store_true", help="print how many runs are done; train nothing")
+    p.add_argument("--status", action="store_true", help="print how many runs are done, and how many more the "
+                   "committed archive would restore; train nothing")
     p.add_argument("--pack", default=None, metavar="DIR",
                    help="pack the grid's finished rows into the committed store DIR (e.g. results); train nothing")
     p.add_argument("--seeds", default=None, help="comma-separated seeds to restrict to (default: the grid's)")
@@ -91,16 +113,6 @@ def parse(argv=None):
                    help="IFCA's private selections every E rounds from round 0 (the last before the last round)")
     p.add_argument("--first", default="", help="comma-separated methods to run first within each seed "
                    "(e.g. ifca: its cluster recovery decides whether the warm-started runs mean anything)")
-    return p.parse_args(argv)
-
-
-def _floats(flag: str, text: str) -> tuple[float, ...]:
-    from fedtrain.regime import check_positive_grid
-
-    try:
-        return check_positive_grid(flag, [v for v in text.split(",") if v.strip()])
-    except ValueError as exc:
-        raise SystemExit(str(exc)) from None
 
 
 def extend_grid(configs, *, lrs=None, clips=None, clip_only_eps=None, select_every=None) -> list:
@@ -110,11 +122,6 @@ def extend_grid(configs, *, lrs=None, clips=None, clip_only_eps=None, select_eve
     non-positive grid, a non-finite clip-only ε, or a selection schedule past the last round.  The added runs go
     to the work store; ``--pack`` packs the grid's own (:func:`fedtrain.deep_grids.deep_grid`) until the grid names
     them."""
-    import math
-
-    from fedtrain.methods.ifca import max_select_every, schedule
-    from fedtrain.regime import check_clip_only_eps, check_positive_grid
-
     out = list(configs)
     if lrs is not None:
         lrs = check_positive_grid("lrs", lrs)
@@ -123,19 +130,7 @@ def extend_grid(configs, *, lrs=None, clips=None, clip_only_eps=None, select_eve
         clips = check_positive_grid("clips", clips)
         out = [c2 for c in out for c2 in ([c.replace(clip=v) for v in clips] if math.isfinite(c.eps) else [c])]
     if select_every is not None:
-        every = int(select_every)
-        if every != select_every or every < 1:
-            raise ValueError(f"select_every must be an integer >= 1 (got {select_every!r})")
-        moved = []
-        for c in out:
-            if c.method in ("ifca", "ifca-mrmtl"):
-                last = schedule(c.select_frac, c.rounds, every)[-1]
-                if last >= c.rounds:
-                    raise ValueError(f"select_every={every} puts IFCA's last private selection at round {last + 1}, "
-                                     f"past the last round {c.rounds}: select_every must be <= {max_select_every(c)}")
-                c = c.replace(select_every=every)
-            moved.append(c)
-        out = moved
+        out = _select_every(out, select_every)
     if clip_only_eps is not None:
         ce = check_clip_only_eps(clip_only_eps)
         out = out + [c.replace(eps=ce) for c in out if math.isfinite(c.eps) and c.eps != ce]
@@ -143,63 +138,94 @@ def extend_grid(configs, *, lrs=None, clips=None, clip_only_eps=None, select_eve
     return [c for c in out if not (c.key() in seen or seen.add(c.key()))]
 
 
-def main(argv=None) -> int:
-    from fedtrain.presets import REAL_IMAGE_GRIDS
-    from fedtrain.store.archive import archive_rows, restore_rows
-    from fedtrain.store.layout import shown_path
+def _select_every(configs: list, select_every) -> list:
+    """``configs`` with IFCA's private selections every ``select_every`` rounds (``ValueError`` past the last round)."""
+    from fedtrain.methods.ifca import max_select_every, schedule  # the IFCA method loads torch
 
-    args = parse(argv)
-    started = time.perf_counter()
-    shard = _shard(args.shard)
-    if args.workers is not None and (args.workers < 1 or args.shard is not None):
-        raise SystemExit(f"--workers must be an integer >= 1, without --shard (got {args.workers}, shard {args.shard})")
-    if args.stop_by is not None and not args.stop_by > 0:
-        raise SystemExit(f"--stop-by must be a positive number of seconds (got {args.stop_by})")
+    every = int(select_every)
+    if every != select_every or every < 1:
+        raise ValueError(f"select_every must be an integer >= 1 (got {select_every!r})")
+    moved = []
+    for c in configs:
+        if c.method in ("ifca", "ifca-mrmtl"):
+            last = schedule(c.select_frac, c.rounds, every)[-1]
+            if last >= c.rounds:
+                raise ValueError(f"select_every={every} puts IFCA's last private selection at round {last + 1}, "
+                                 f"past the last round {c.rounds}: select_every must be <= {max_select_every(c)}")
+            c = c.replace(select_every=every)
+        moved.append(c)
+    return moved
+
+
+def _extension(args: argparse.Namespace) -> dict:
+    """The tuning axes and controls the flags ask for, every bad value a ``ValueError`` naming its flag before
+    anything runs."""
     try:
         extend = dict(lrs=None if args.lrs is None else [v for v in args.lrs.split(",") if v.strip()],
                       clips=None if args.clips is None else [v for v in args.clips.split(",") if v.strip()],
                       clip_only_eps=args.clip_only_eps,
                       select_every=None if args.select_every is None else _number(args.select_every))
         if args.grid in REAL_IMAGE_GRIDS:
-            extend_grid(deep_grid_of(args.grid), **extend)  # every bad value reported before anything runs
+            extend_grid(deep_grid_of(args.grid), **extend)
     except ValueError as exc:
         msg = str(exc)
         for name in ("lrs", "clips", "clip_only_eps", "select_every"):
             if msg.startswith(name):
                 msg = "--" + name.replace("_", "-") + msg[len(name):]
-        raise SystemExit(msg) from None
+        raise ValueError(msg) from None
+    return extend
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``fedtrain grid`` with the parsed flags ``args`` (:func:`configure_parser`); return the exit status.  A
+    bad flag is a ``ValueError`` naming it, raised before anything is restored or run."""
+    started = time.perf_counter()
+    shard = _shard(args.shard)
+    if args.workers is not None and (args.workers < 1 or args.shard is not None):
+        raise ValueError(f"--workers must be an integer >= 1, without --shard (got {args.workers}, shard {args.shard})")
+    if args.stop_by is not None and not args.stop_by > 0:
+        raise ValueError(f"--stop-by must be a positive number of seconds (got {args.stop_by})")
+    extend = _extension(args)
     store = Path(args.store or DEFAULT_ROOT / args.grid)
     seeds = None if args.seeds is None else [int(s) for s in args.seeds.split(",")]
     if args.pack is not None:
-        if args.grid not in REAL_IMAGE_GRIDS:
-            raise SystemExit(f"--pack packs the real-image grids ({', '.join(sorted(REAL_IMAGE_GRIDS))}), "
-                             f"not {args.grid}")
-        from fedtrain.book_results import pack_grid
-
-        entry = pack_grid(args.grid, work=store, out=args.pack,
-                          command=f"python benchmarks/run_real_image_grids.py {args.grid} --pack {args.pack}")
-        print(f"{args.grid}: packed {entry['present']} of {entry['grid_runs']} runs into {args.pack}/{entry['file']} "
-              f"({entry['missing']} missing, {entry['left_out']} rows outside the grid left out)", flush=True)
-        archive = Path(args.pack) / "raw" / f"{args.grid}.jsonl.gz"
-        print(f"{args.grid}: archived the work store's {archive_rows(store, archive)} rows, as stored, in {archive}",
-              flush=True)
-        return 0
+        return _pack(args.grid, store, args.pack)
     if not args.status and RAW_ARCHIVE(args.grid).exists():  # a fresh machine resumes from the committed rows
         restored = restore_rows(RAW_ARCHIVE(args.grid), store)
         print(f"{args.grid}: restored {restored} rows from {shown_path(RAW_ARCHIVE(args.grid))}", flush=True)
     if args.grid not in REAL_IMAGE_GRIDS:
         if any(v is not None for v in extend.values()):
-            raise SystemExit(f"--lrs, --clips, --clip-only-eps and --select-every extend the real-image grids "
+            raise ValueError(f"--lrs, --clips, --clip-only-eps and --select-every extend the real-image grids "
                              f"({', '.join(sorted(REAL_IMAGE_GRIDS))}), not {args.grid}")
         if args.workers is not None or shard is not None or args.stop_by is not None:
-            raise SystemExit(f"--workers, --shard and --stop-by compute the real-image grids "
+            raise ValueError(f"--workers, --shard and --stop-by compute the real-image grids "
                              f"({', '.join(sorted(REAL_IMAGE_GRIDS))}), not {args.grid}")
         return _fedhdp(args.grid, store, seeds, args.status)
     if args.workers is not None and not args.status:
-        return _spawn(args, store, argv)
+        return _spawn(args, store)
     stop_at = None if args.stop_by is None else started + args.stop_by
     return _deep(args.grid, store, seeds, args.status, [m for m in args.first.split(",") if m], shard, stop_at,
                  extend=extend)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``fedtrain grid``'s flags in ``argv`` (default ``sys.argv[1:]``) parsed and run (:func:`run`)."""
+    p = argparse.ArgumentParser(prog="fedtrain grid")
+    configure_parser(p)
+    return run(p.parse_args(argv))
+
+
+def _pack(grid: str, store: Path, out: str) -> int:
+    """``--pack DIR``: the grid's rows into the committed store ``DIR`` and the work store's rows into its archive."""
+    if grid not in REAL_IMAGE_GRIDS:
+        raise ValueError(f"--pack packs the real-image grids ({', '.join(sorted(REAL_IMAGE_GRIDS))}), not {grid}")
+    entry = pack_grid(grid, work=store, out=out, command=f"fedtrain grid {grid} --pack {out}")
+    print(f"{grid}: packed {entry['present']} of {entry['grid_runs']} runs into {out}/{entry['file']} "
+          f"({entry['missing']} missing, {entry['left_out']} rows outside the grid left out)", flush=True)
+    archive = Path(out) / "raw" / f"{grid}.jsonl.gz"
+    print(f"{grid}: archived the work store's {archive_rows(store, archive)} rows, as stored, in {archive}",
+          flush=True)
+    return 0
 
 
 def _number(text: str):
@@ -211,12 +237,9 @@ def _number(text: str):
 
 
 def deep_grid_of(grid: str) -> list:
-    from fedtrain.book_results import grid_configs
-
-    try:
-        return grid_configs(grid, REPO / "results")
-    except ValueError as exc:
-        raise SystemExit(str(exc)) from None
+    """The configurations of real-image grid ``grid`` (:func:`fedtrain.book_results.grid_configs`, a tuned grid's η
+    read from its tuning grid's committed rows)."""
+    return grid_configs(grid, REPO / "results")
 
 
 def _shard(text: str | None) -> tuple[int, int] | None:
@@ -225,30 +248,31 @@ def _shard(text: str | None) -> tuple[int, int] | None:
     try:
         i, n = (int(v) for v in text.split("/"))
     except ValueError:
-        raise SystemExit(f"--shard must be I/N with integers 0 <= I < N (got {text!r})") from None
+        raise ValueError(f"--shard must be I/N with integers 0 <= I < N (got {text!r})") from None
     if not 0 <= i < n:
-        raise SystemExit(f"--shard must be I/N with integers 0 <= I < N (got {text!r})")
+        raise ValueError(f"--shard must be I/N with integers 0 <= I < N (got {text!r})")
     return i, n
 
 
-def _spawn(args, store: Path, argv) -> int:
-    """Run ``args.workers`` copies of this script, each with ``--shard i/N`` and one thread; return the worst status."""
-    import subprocess
+def _worker_argv(args: argparse.Namespace, store: Path, k: int) -> list[str]:
+    """The ``fedtrain grid`` command line of worker ``k`` of ``args.workers``: the same grid and flags, the store
+    named, ``--shard k/N``."""
+    argv = [args.grid]
+    for flag in ("seeds", "stop_by", "lrs", "clips", "clip_only_eps", "select_every"):
+        value = getattr(args, flag)
+        if value is not None:
+            argv += ["--" + flag.replace("_", "-"), f"{value:g}" if isinstance(value, float) else str(value)]
+    if args.first:
+        argv += ["--first", args.first]
+    return argv + ["--store", str(store), "--shard", f"{k}/{args.workers}"]
 
-    rest = [a for a in (sys.argv[1:] if argv is None else list(argv))]
-    i = 0
-    keep = []
-    while i < len(rest):  # drop --workers N / --workers=N; the store is passed explicitly
-        a = rest[i]
-        if a == "--workers" or a == "--store":
-            i += 2
-            continue
-        if not (a.startswith("--workers=") or a.startswith("--store=")):
-            keep.append(a)
-        i += 1
+
+def _spawn(args: argparse.Namespace, store: Path) -> int:
+    """Run ``args.workers`` copies of ``fedtrain grid``, each with ``--shard i/N`` and one thread; return the worst
+    status."""
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    procs = [subprocess.Popen([sys.executable, str(Path(__file__).resolve()), *keep, "--store", str(store),
-                               "--shard", f"{k}/{args.workers}"], env=env) for k in range(args.workers)]
+    procs = [subprocess.Popen([sys.executable, "-m", "fedtrain", "grid", *_worker_argv(args, store, k)], env=env)
+             for k in range(args.workers)]
     print(f"{args.grid}: {args.workers} workers started", flush=True)
     return max(p.wait() for p in procs)
 
@@ -260,15 +284,39 @@ def block(config) -> tuple[float, float]:
     return float(config.dataset_options.get("mask_ratio") or 0.0), float(config.eps)
 
 
-def _deep(grid: str, folder: Path, seeds, status_only: bool, first=(), shard=None, stop_at=None, extend=None) -> int:
-    from fedtrain.results import ResultsStore
-    from fedtrain.sweep import run_sweep
+def restorable(grid: str, configs: list, store: ResultsStore, identity: "dict | None" = None) -> int:
+    """How many of ``configs`` the work ``store`` lacks and the committed archive of ``grid`` (:func:`RAW_ARCHIVE`)
+    holds: the runs a computing start restores instead of training (0 without an archive).  ``identity``: the data
+    each configuration's row must be on (name → :meth:`~fedtrain.data.base.FederatedData.identity`; None: any)."""
+    path = RAW_ARCHIVE(grid)
+    if not path.exists():
+        return 0
+    keys = {json.loads(line)["key"] for line in gzip.decompress(path.read_bytes()).decode("utf-8").splitlines()}
+    prefixes = {k.split("-")[0] for k in keys}
 
+    def archived(c) -> bool:
+        if identity is None:
+            return c.key() in prefixes
+        return f"{c.key()}-{identity_digest(identity[c.dataset])}" in keys
+    return sum(archived(c) and not store.has(c, None if identity is None else identity[c.dataset]) for c in configs)
+
+
+def _count_line(grid: str, done: int, total: int, folder: Path, more: int, status_only: bool) -> str:
+    """``GRID: N of M runs in the work store FOLDER`` and, for ``--status`` with the committed archive present, how
+    many more a computing start would restore from it."""
+    line = f"{grid}: {done} of {total} runs in the work store {folder}"
+    if status_only and RAW_ARCHIVE(grid).exists():
+        line += f", {more} more restorable from the archive {shown_path(RAW_ARCHIVE(grid))}"
+    return line
+
+
+def _deep(grid: str, folder: Path, seeds, status_only: bool, first=(), shard=None, stop_at=None, extend=None) -> int:
     configs = extend_grid(deep_grid_of(grid), **(extend or {}))
     order = sorted({c.seed for c in configs}) if seeds is None else seeds
     store = ResultsStore(folder)
     done = sum(store.has(c) for c in configs)
-    print(f"{grid}: {done} of {len(configs)} runs in {folder}", flush=True)
+    more = restorable(grid, configs, store) if status_only else 0
+    print(_count_line(grid, done, len(configs), folder, more, status_only), flush=True)
     if status_only:
         return 0
     todo = []
@@ -279,8 +327,15 @@ def _deep(grid: str, folder: Path, seeds, status_only: bool, first=(), shard=Non
     if shard is not None:  # a share of the whole ordered grid, so that workers started at other times never overlap
         todo = todo[shard[0]::shard[1]]
     todo = [c for c in todo if not store.has(c)]
+    _compute(grid, todo, store, done, len(configs), stop_at)
+    return 0
+
+
+def _compute(grid: str, todo: list, store: ResultsStore, done: int, total: int, stop_at: "float | None") -> None:
+    """Train ``todo`` one run per call, each stored before the next starts; with ``stop_at``, start no run that the
+    last run's duration says would end after it."""
     last = 0.0
-    for c in todo:  # one run per call: each finished run is stored before the next starts
+    for c in todo:
         if store.has(c):
             continue
         if stop_at is not None and time.perf_counter() + last > stop_at:
@@ -291,28 +346,20 @@ def _deep(grid: str, folder: Path, seeds, status_only: bool, first=(), shard=Non
         row = run_sweep([c], store=store, chunk_size=1, progress=False)[0]
         last = time.perf_counter() - t0
         done += 1
-        print(f"[{done}/{len(configs)}] {c.method} mask={c.dataset_options.get('mask_ratio')} eps={c.eps} "
+        print(f"[{done}/{total}] {c.method} mask={c.dataset_options.get('mask_ratio')} eps={c.eps} "
               f"lam={c.lam} seed={c.seed}: {row.test_metric:.4f} ({last:.0f} s)", flush=True)
-    return 0
 
 
 def _fedhdp(grid: str, folder: Path, seeds, status_only: bool) -> int:
-    from fedtrain.data.registry import load_dataset
-    from fedtrain.fedhdp.experiments import run_experiment
-    from fedtrain.presets import fedhdp_grid
-    from fedtrain.results import ResultsStore
-
     configs = fedhdp_grid(grid, seeds=seeds)
     configs.sort(key=lambda c: c.seed)
     identity = {name: load_dataset(name).identity() for name in {c.dataset for c in configs}}
     store = ResultsStore(folder)
     done = sum(store.has(c, identity[c.dataset]) for c in configs)
-    print(f"{grid}: {done} of {len(configs)} runs in {folder} (z = {configs[0].noise_multiplier})", flush=True)
+    more = restorable(grid, configs, store, identity) if status_only else 0
+    print(_count_line(grid, done, len(configs), folder, more, status_only) + f" (z = {configs[0].noise_multiplier})",
+          flush=True)
     if status_only:
         return 0
     run_experiment(configs, store, log=lambda msg: print(msg, flush=True))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
