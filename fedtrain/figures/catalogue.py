@@ -21,7 +21,7 @@ from fedtrain.audit_power import load_power, plot_power
 from fedtrain.book_results import committed_store, figure_rows, store_note, theory_rows
 from fedtrain.config import RunConfig
 from fedtrain.data.registry import load_dataset
-from fedtrain.fedhdp.experiments import grid_setting, load_provenance, load_results
+from fedtrain.fedhdp.experiments import grid_setting
 from fedtrain.fedhdp.figures import plot_claims_vs_ratio, plot_theory_link
 from fedtrain.fedhdp.tables import TABLE_PARTS, format_table, table_rows
 from fedtrain.fedhdp.theory_link import compare_with_theory
@@ -158,11 +158,12 @@ def _fig_deep_examples(_store=None, grid: str = "fig6-fashion"):
 
 
 # --- FedHDP (the practice chapter): its committed claim runs and its theory link ---------------------------------
-def _fedhdp_claims(grid: str = "claims-fashion"):
-    path = BOOK_DATA / "fedhdp_claims_fashion.json"
-    rows = load_results(path)
-    prov = load_provenance(path)["provenance"]
-    return rows, grid_setting(rows, prov), f"{path.name}: grid {prov['grid']}, {prov['runs']} runs"
+def _fedhdp_claims(name: str = "fedhdp-claims-fashion"):
+    store = committed_store()
+    rows = store.client_rows(name)
+    header = store.client_header(name)
+    prov = header["provenance"]
+    return rows, grid_setting(rows, prov), f"{header['manifest']['file']}: grid {prov['grid']}, {prov['runs']} runs"
 
 
 def _fig_fedhdp_claims(_store=None):
