@@ -67,8 +67,8 @@ class DPCosts:
         return "noise" if self.noise_cost >= self.clip_cost else "clipping"
 
     def text(self) -> str:
-        """One line: ``"Local, mask 0.5: 0.688 → 0.493 → 0.406 (clipping 0.195, noise 0.087: clipping-bound)"``."""
-        return (f"{self.label}, {self.setting}: {self.nodp:.3f} → {self.clip_only:.3f} → {self.private:.3f} "
+        """One line: ``"Local, mask 0.5, ε = 4: 0.688 → 0.493 → 0.406 (clipping 0.195, noise 0.087: clipping-bound)"``."""
+        return (f"{self.label}, {self.setting}, ε = {self.eps:g}: {self.nodp:.3f} → {self.clip_only:.3f} → {self.private:.3f} "
                 f"(clipping {self.clip_cost:.3f}, noise {self.noise_cost:.3f}: {self.limit}-bound)")
 
 
