@@ -21,7 +21,7 @@ venv:
 ## Each notebook is executed once: nbval runs it (static widget frames included) and stores the executed
 ## notebook in the book's jupyter-cache (tools/nbval_cache.py); the build (execute_notebooks: cache)
 ## renders those outputs and executes only a notebook whose code changed since.  The unit tests and nbval
-## run on both cores (pytest-xdist; nbval by notebook, --dist loadfile).
+## run on both cores (pytest-xdist; the unit tests by module, --dist loadscope; nbval by notebook, --dist loadfile).
 ## Two chains run side by side (make -j2), so that neither core idles while the other works alone (the
 ## book build and the browser test are mostly one process): test-unit, and test-book (doctests, nbval, the
 ## build, the browser test and the lint).  Each chain's output is printed when that chain ends.
@@ -30,10 +30,13 @@ test: venv
 	@start=$$(date +%s); $(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-book \
 	  && echo "make test: $$(( $$(date +%s) - start )) s"
 
-## the two chains of `make test` (no set-up of their own: `make venv` first)
+## the two chains of `make test` (no set-up of their own: `make venv` first).  The unit tests go to the two xdist
+## workers a module at a time (--dist loadscope): a module-scoped fixture (the symbolic checks, a Ray session, the
+## Flower federations' module, a Chromium session) is then set up once, not in both workers.  (--dist loadgroup and
+## its xdist_group marks do nothing with pytest 9: xdist 3.8 renames item._nodeid, which pytest 9 no longer reads.)
 .PHONY: test-unit test-book
 test-unit:
-	@start=$$(date +%s); $(PY) -m pytest -q -n 2 --dist loadgroup tests && echo "unit tests: $$(( $$(date +%s) - start )) s"
+	@start=$$(date +%s); $(PY) -m pytest -q -n 2 --dist loadscope tests && echo "unit tests: $$(( $$(date +%s) - start )) s"
 
 test-book:
 	$(PY) -m pytest -q --doctest-modules fedtheory fedtrain
@@ -55,7 +58,7 @@ unit: venv
 ## the long checks `make test` leaves out, alone (FEDBOOK_SLOW=1; each has a faster equivalent in `make test`, see
 ## the `slow` marker in tests/conftest.py): retraining committed real-image rows, the 320k-trial audit at ε = 2 and 4
 slow: venv
-	FEDBOOK_SLOW=1 $(PY) -m pytest -q -n 2 --dist loadgroup -m slow tests
+	FEDBOOK_SLOW=1 $(PY) -m pytest -q -n 2 --dist loadscope -m slow tests
 
 ## the examples in the docstrings (the API pages show them), run as doctests
 doctest: venv

@@ -22,10 +22,6 @@ import browser_check  # noqa: E402
 
 from fedtheory.widgets import figure_widget  # noqa: E402
 
-# one test worker runs this module (make test: pytest-xdist --dist loadgroup): its module-scoped fixture
-# (Chromium check of the planted pages) is then computed once, not once in each worker
-pytestmark = pytest.mark.xdist_group("test_browser_checker")
-
 MATHJAX = REPO / "_vendor" / "mathjax"
 UPLOT = REPO / "_vendor" / "uplot"
 LIVE_JS = REPO / "book" / "_static" / "fedbook_live.js"

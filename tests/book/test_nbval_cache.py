@@ -9,10 +9,6 @@ import nbformat
 import pytest
 from jupyter_cache import get_cache
 
-# one test worker runs this module (make test: pytest-xdist --dist loadgroup): its module-scoped fixture
-# (nbval runs) is then computed once, not once in each worker
-pytestmark = pytest.mark.xdist_group("test_nbval_cache")
-
 ROOT = Path(__file__).resolve().parents[2]
 
 

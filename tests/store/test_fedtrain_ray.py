@@ -21,10 +21,6 @@ from fedtrain.results import ResultsStore  # noqa: E402
 from fedtrain.sweep import expand_grid, run_sweep  # noqa: E402
 from fedtrain.testing import FlakyRunner, tiny_federated  # noqa: E402
 
-# one test worker runs this module (make test: pytest-xdist --dist loadgroup): its module-scoped fixture
-# (Ray session and local rows) is then computed once, not once in each worker
-pytestmark = pytest.mark.xdist_group("test_fedtrain_ray")
-
 CHUNK = 4  # 12 configurations -> 3 batches (3 Ray tasks)
 
 

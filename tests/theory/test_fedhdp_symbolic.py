@@ -4,10 +4,6 @@ import pytest
 from fedtheory import point_estimation as pe
 from fedtheory.linear_regression import symbolic as S
 
-# one test worker runs this module (make test: pytest-xdist --dist loadgroup): its module-scoped fixture
-# (all_checks) is then computed once, not once in each worker
-pytestmark = pytest.mark.xdist_group("test_fedhdp_symbolic")
-
 # rows that must fail: the paper's typos (and Algorithms 1/3 as printed)
 EXPECTED_FAILURES = {
     "λ_1 (49) as printed, group 1", "λ_1 (49) as printed, group 2",
