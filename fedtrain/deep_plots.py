@@ -14,7 +14,7 @@ __all__ = ["COLUMN_WIDTH_IN", "plot_dp_costs", "plot_two_models", "panel_order_t
 
 #: The book's column width in inches (the same as the other chapters' figures).
 COLUMN_WIDTH_IN = 6.8
-_STAGES = (("no DP", "nodp", "0.55"), ("clip only", "clip_only", "tab:orange"), ("private", "private", "tab:red"))
+_STAGES = (("no DP", "nodp", "0.55"), ("clip only", "clip_only", "#d55e00"), ("private", "private", "tab:red"))
 
 
 def plot_dp_costs(costs: Sequence[DPCosts], *, title: str = ""):
@@ -59,7 +59,7 @@ def panel_order_text(eps_values: Sequence[float]) -> str:
 
 def plot_two_models(first: Mapping[tuple[str, float], float], second: Mapping[tuple[str, float], float], *,
                     labels: Sequence[str], eps_values: Sequence[float], names: tuple[str, str],
-                    colors: tuple[str, str] = ("tab:blue", "tab:orange")):
+                    colors: tuple[str, str] = ("tab:blue", "#d55e00")):
     """Two models' test accuracy (``first``, ``second``: ``{(method label, ε): accuracy}``) per method (``labels``),
     one panel per privacy level in the order of ``eps_values`` (left to right, :func:`panel_order_text`), bars of
     ``first`` left of ``second``'s; ``names`` the two models' legend names.  A method missing from ``second`` at a

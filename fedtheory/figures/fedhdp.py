@@ -36,7 +36,7 @@ def plot_server_error(N: int = 20, rho_np: float = 0.1, alpha2: float = 1.0, tau
     ax.plot(r, lr.server_error(r, *args), color="C0", label=r"$\sigma_s^2(r)$")
     rs = lr.optimal_ratio(*args)
     ax.plot([rs], [lr.optimal_server_error(*args)], "o", color="C3", label=f"FedHDP, r* = {rs:.3g}")
-    ax.plot([1.0], [lr.server_error(1.0, *args)], "s", color="C1", label="HDP-FedAvg, r = 1")
+    ax.plot([1.0], [lr.server_error(1.0, *args)], "s", color="#d55e00", label="HDP-FedAvg, r = 1")
     ax.axhline(pe.dp_fedavg_server_error(N, n_np / N, alpha2, tau2, gamma2), color="C7", ls="--",
                label="DP-FedAvg (everyone private)")
     ax.set_xlabel("weight ratio r of a private update to a non-private one")

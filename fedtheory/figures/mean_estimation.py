@@ -145,7 +145,7 @@ def plot_monte_carlo_check(results: Mapping[float, MonteCarloResult], K: int = 2
         grid = np.geomspace(lo, hi, 300)
         ax.plot(grid, mse(grid, s2, tau**2, K), color="tab:blue", lw=1.5, label="closed form (Lemma 6.7)")
         x = np.where(res.lambdas == 0, lo, np.where(np.isinf(res.lambdas), hi, res.lambdas))
-        ax.errorbar(x, res.mse, yerr=2 * res.se, fmt="o", ms=4, color="tab:orange", capsize=3,
+        ax.errorbar(x, res.mse, yerr=2 * res.se, fmt="o", ms=4, color="#d55e00", capsize=3,
                     label=f"Monte Carlo ±2 SE ({res.trials:,} trials)")
         for lam_end, name in ((0.0, "local"), (np.inf, "FedAvg")):
             if np.any(res.lambdas == lam_end):

@@ -14,7 +14,7 @@ from fedtheory.privacy.rdp import DEFAULT_ORDERS, rdp_to_epsilon, subsampled_gau
 __all__ = ["plot_epsilon_vs_noise_and_steps", "accountant_table", "markdown_table"]
 
 _STYLE = {"rdp": ("tab:blue", "o", "RDP (Opacus formula, Lemma A.2)"),
-          "pld": ("tab:orange", "s", "PLD (dp_accounting)"),
+          "pld": ("#d55e00", "s", "PLD (dp_accounting)"),
           "prv": ("tab:green", "^", "PRV (Opacus, upper bound)")}
 
 

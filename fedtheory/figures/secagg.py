@@ -29,7 +29,7 @@ FMNIST = dict(M=10, R=20, S=11, sample_rate=512 / 5600, eps=1.0, delta=1e-5)
 LABELS = {"ddp": r"DDP, honest clients ($z_{total}/\sqrt{M}$)",
           "ddp_hbc": r"DDP, curious clients ($z_{total}/\sqrt{M-1}$)",
           "ldp": r"local DP only ($z_{total}$)", "naive": "naive DDP (sensitivity S·C per round)"}
-COLORS = {"ddp": "tab:green", "ddp_hbc": "tab:olive", "ldp": "tab:blue", "naive": "tab:red"}
+COLORS = {"ddp": "tab:green", "ddp_hbc": "#7a7a00", "ldp": "tab:blue", "naive": "tab:red"}
 STYLES = {"rdp": "-", "pld": "--", "prv": ":"}
 MARKERS = {"rdp": "o", "pld": "s", "prv": "^"}
 

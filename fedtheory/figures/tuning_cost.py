@@ -255,7 +255,7 @@ def plot_run_distributions(mean_runs: float = 10.0, etas: Sequence[float] = PAPE
         g = tnb_gamma(mean_runs, eta)
         ax.plot(h, tnb_pmf(h, eta, g), "o-", ms=3, color=cmap(0.6 * k / max(len(etas) - 1, 1)),
                 label=f"TNB ν={eta:g} (γ={g:.3g})")
-    ax.plot(h, poisson_pmf(h, mean_runs), "s--", ms=3, color="tab:orange", label=f"Poisson μ={mean_runs:g}")
+    ax.plot(h, poisson_pmf(h, mean_runs), "s--", ms=3, color="#d55e00", label=f"Poisson μ={mean_runs:g}")
     ax.set_yscale("log")
     ax.set_ylim(1e-5, 1)
     ax.set_xlabel("number of runs h")

@@ -120,7 +120,7 @@ def plot_theory_link(c):
     a.legend(fontsize=8)
     a.grid(alpha=0.3)
     ll = np.geomspace(c.lams.min(), c.lams.max(), 100)
-    for (g, k), color in zip((("nonprivate", 1), ("private", 2)), ("tab:orange", "tab:blue")):
+    for (g, k), color in zip((("nonprivate", 1), ("private", 2)), ("#d55e00", "tab:blue")):
         b.errorbar(c.lams, c.local_measured[g], yerr=2 * c.local_se[g], fmt="o", capsize=3, color=color,
                    label=f"{g} clients, trained")
         b.plot(ll, [nm.local_error(lam, c.r_star, k, c.N1, c.N2, c.alpha2, c.tau2, 0.0, c.gamma2,

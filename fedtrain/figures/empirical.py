@@ -191,7 +191,7 @@ def plot_lambda_sweep(rows: Sequence["RunResult"], eps_values: Sequence[float], 
                                                                    in ("local", "fedavg"))}
     lower = lower_is_better(rows[0].metric)
     fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, 5.0))
-    palette = ["tab:red", "tab:orange", "tab:green", "tab:blue", "tab:purple", "tab:brown", "tab:pink", "tab:olive"]
+    palette = ["tab:red", "#d55e00", "tab:green", "tab:blue", "tab:purple", "tab:brown", "#b03c8c", "#7a7a00"]
     finite = sorted(e for e in eps_values if not math.isinf(e))
     for eps in eps_values:
         color = "black" if math.isinf(eps) else palette[finite.index(eps) % len(palette)]

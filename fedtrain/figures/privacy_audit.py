@@ -24,7 +24,7 @@ def plot_audit_scores(audits: Sequence[tuple[str, Any]], *, bins: int = 40):
         s, m = np.asarray(a.details["scores"]), np.asarray(a.details["membership"], dtype=bool)
         edges = np.linspace(s.min(), s.max(), bins)
         ax.hist(s[~m], edges, alpha=0.6, color="tab:blue", label="canary out")
-        ax.hist(s[m], edges, alpha=0.6, color="tab:orange", hatch="//", label="canary in")
+        ax.hist(s[m], edges, alpha=0.6, color="#d55e00", hatch="//", label="canary in")
         ax.set_title(f"{label}\nε ≥ {a.eps_lower:.2f} (claim {a.eps_claimed:.2f})", fontsize=9)
         ax.set_xlabel("weight on the canary's dimension")
         ax.grid(alpha=0.3)

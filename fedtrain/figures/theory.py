@@ -36,10 +36,10 @@ def plot_theory_vs_training(lams: np.ndarray, trained_mean: np.ndarray, trained_
                 label=f"trained MR-MTL (DP-SGD) ± 2 SE{label}")
     ax.axvline(lam_star_theory, color=color, ls=":", lw=1, label="closed-form λ* = σ_loc²/τ²")
     if fedavg is not None:
-        ax.axhspan(fedavg[0] - 2 * fedavg[1], fedavg[0] + 2 * fedavg[1], color="tab:orange", alpha=0.18,
+        ax.axhspan(fedavg[0] - 2 * fedavg[1], fedavg[0] + 2 * fedavg[1], color="#d55e00", alpha=0.18,
                    label="trained FedAvg ± 2 SE")
     if theory_fedavg is not None:
-        ax.axhline(theory_fedavg, color="tab:orange", ls="--", lw=1, label="closed-form FedAvg")
+        ax.axhline(theory_fedavg, color="#d55e00", ls="--", lw=1, label="closed-form FedAvg")
     ax.set_xscale("log")
     ax.set_yscale("log")
     readable_log_axis(ax, "y")

@@ -185,7 +185,7 @@ def register_method(spec: MethodSpec) -> MethodSpec:
 for _spec in (
     MethodSpec("local", "Local", "tab:blue", False, NoOptions, "fedtrain.methods.baselines:Local",
                "local training (Sec. 3, App. D)"),
-    MethodSpec("fedavg", "FedAvg", "tab:orange", False, NoOptions, "fedtrain.methods.baselines:FedAvg",
+    MethodSpec("fedavg", "FedAvg", "#d55e00", False, NoOptions, "fedtrain.methods.baselines:FedAvg",
                "FedAvg (McMahan et al.; App. D)"),
     MethodSpec("finetune", "Finetune", "tab:purple", False, FinetuneOptions, "fedtrain.methods.baselines:Finetune",
                "FedAvg then local finetuning (Sec. 4, Fig. 2)", _finetune_detail),
@@ -197,7 +197,7 @@ for _spec in (
                "Mocha in primal form (Smith et al. 2017; App. D)"),
     MethodSpec("ifca", "IFCA", "tab:gray", False, IFCAOptions, "fedtrain.methods.ifca:IFCA",
                "IFCA with private cluster selection (Ghosh et al.; App. D, Fig. 3)", _ifca_detail),
-    MethodSpec("ifca-mrmtl", "IFCA-MR-MTL", "tab:pink", True, IFCAMRMTLOptions, "fedtrain.methods.ifca:IFCAMRMTL",
+    MethodSpec("ifca-mrmtl", "IFCA-MR-MTL", "#b03c8c", True, IFCAMRMTLOptions, "fedtrain.methods.ifca:IFCAMRMTL",
                "IFCA-preconditioned MR-MTL, Algorithm A2 (Fig. 6)", _ifca_detail),
     MethodSpec("nonprivate", "Non-Private+Ditto", "gray", False, ClientDittoOptions, "fedtrain.clientdp.trainer:train",
                "Non-Private+Ditto (Aldaghri et al. Sec. 5): one group, every client, no noise",

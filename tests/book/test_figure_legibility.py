@@ -102,3 +102,22 @@ def test_advisor_check_lines_are_readable_on_white():
         assert min(line_contrasts(fig)) >= MIN_LINE_CONTRAST, line_contrasts(fig)
     finally:
         plt.close(fig)
+
+
+def test_every_method_colour_and_named_palette_reads_on_white():
+    """Lines drawn in the registry's method colours and the figures' named palettes keep >= 3:1 contrast on white
+    (WCAG's minimum for graphics); matplotlib's tab:orange (2.5:1), tab:pink (2.7:1) and tab:olive (2.0:1) did not."""
+    from matplotlib.colors import to_rgb
+
+    from fedtheory.figures.secagg import COLORS
+    from fedtrain.methods.registry import METHOD_REGISTRY
+
+    def contrast(color) -> float:
+        lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(color)]
+        return 1.05 / (0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2] + 0.05)
+
+    colours = {f"method {m}": spec.color for m, spec in METHOD_REGISTRY.items()}
+    colours.update({f"secagg {k}": v for k, v in COLORS.items()})
+    low = {k: round(contrast(v), 2) for k, v in colours.items() if contrast(v) < 3.0}
+    assert not low, low
+    assert contrast("tab:orange") < 3.0  # the check can fail
