@@ -365,6 +365,21 @@ def _run_text(c: RunConfig) -> dict:
             "eps": c.eps if math.isfinite(c.eps) else "inf", "lam": c.lam, "seed": c.seed}
 
 
+def _current_manifest(out: Path) -> tuple[Path, dict]:
+    """``(path, manifest)`` of the committed store ``out``, which must exist and be of this engine's format and
+    version (a grid is packed into a current store only)."""
+    mpath = out / MANIFEST
+    manifest = _read_manifest(mpath)
+    if manifest is None:
+        raise ValueError(f"{mpath} does not exist: pack the preset's committed store there first "
+                         f"({REGENERATE_COMMAND})")
+    if manifest.get("format") != FORMAT or manifest.get("engine_version") != ENGINE_VERSION:
+        raise StaleStoreError(f"results manifest {mpath} has format {manifest.get('format')!r} and engine version "
+                              f"{manifest.get('engine_version')}, not {FORMAT!r} and {ENGINE_VERSION}; regenerate "
+                              f"it with {REGENERATE_COMMAND}")
+    return mpath, manifest
+
+
 def pack_grid(grid: str, *, work: str | os.PathLike, out: str | os.PathLike | None = None,
               command: str | None = None) -> dict:
     """Pack the rows of real-image grid ``grid`` (:func:`fedtrain.deep_grids.deep_grid`) that the working store ``work``
@@ -382,15 +397,7 @@ def pack_grid(grid: str, *, work: str | os.PathLike, out: str | os.PathLike | No
     """
     fname = grid_file(grid)
     out = Path(out) if out is not None else DEFAULT_RESULTS_DIR
-    mpath = out / MANIFEST
-    manifest = _read_manifest(mpath)
-    if manifest is None:
-        raise ValueError(f"{mpath} does not exist: pack the preset's committed store there first "
-                         f"({REGENERATE_COMMAND})")
-    if manifest.get("format") != FORMAT or manifest.get("engine_version") != ENGINE_VERSION:
-        raise StaleStoreError(f"results manifest {mpath} has format {manifest.get('format')!r} and engine version "
-                              f"{manifest.get('engine_version')}, not {FORMAT!r} and {ENGINE_VERSION}; regenerate "
-                              f"it with {REGENERATE_COMMAND}")
+    mpath, manifest = _current_manifest(out)
     configs = grid_configs(grid, out)
     store = ResultsStore(work)
     if not store.root.is_dir():
@@ -499,15 +506,7 @@ def pack_client_grid(name: str, *, work: str | os.PathLike, out: str | os.PathLi
     spec = FEDHDP_COMMITTED[name]
     fname = f"{name}.json.gz"
     out = Path(out) if out is not None else DEFAULT_RESULTS_DIR
-    mpath = out / MANIFEST
-    manifest = _read_manifest(mpath)
-    if manifest is None:
-        raise ValueError(f"{mpath} does not exist: pack the preset's committed store there first "
-                         f"({REGENERATE_COMMAND})")
-    if manifest.get("format") != FORMAT or manifest.get("engine_version") != ENGINE_VERSION:
-        raise StaleStoreError(f"results manifest {mpath} has format {manifest.get('format')!r} and engine version "
-                              f"{manifest.get('engine_version')}, not {FORMAT!r} and {ENGINE_VERSION}; regenerate "
-                              f"it with {REGENERATE_COMMAND}")
+    mpath, manifest = _current_manifest(out)
     store = ResultsStore(work)
     if not store.root.is_dir():
         raise ValueError(f"working store {store.root} of {name} does not exist (compute it with {spec['compute']})")

