@@ -211,9 +211,6 @@ def run_sweep(
     memory: dict[str, Any] = {}
     identity_of: dict[str, dict] = {}  # config key -> identity of the data it runs on
 
-    def finished(c: OptionsConfig, identity: dict) -> bool:
-        return c.key() in memory or (store is not None and store.has(c, identity))
-
     # group by dataset and privacy unit, dropping duplicate keys
     groups: "OrderedDict[tuple, list[OptionsConfig]]" = OrderedDict()
     seen: set[str] = set()
@@ -224,9 +221,32 @@ def run_sweep(
         gkey = (c.dataset, encode(dict(c.dataset_options)).__repr__(), c.spec.unit)
         groups.setdefault(gkey, []).append(c)
 
-    # phase 1: the identity of each dataset (generated data: from its name and options; files: loaded and
-    # hashed), the rows already stored for it, then load and validate everything that will run
-    todo: list[tuple[FederatedData, list[OptionsConfig]]] = []
+    todo = _plan(groups, data=data, data_dir=data_dir, store=store, chunk_size=chunk_size, memory=memory,
+                 identity_of=identity_of)
+    if todo and store is not None:  # before any training (a complete store needs no writing)
+        store.check_writable()
+    _train(todo, store=store, memory=memory, progress=progress, executor=executor,
+           executor_options=executor_options, runner=runner)
+
+    rows = []
+    for c in configs:
+        row = memory.get(c.key())
+        if row is None and store is not None:
+            row = store.get(c, identity_of[c.key()])
+        rows.append(row)
+    return rows
+
+
+def _plan(groups, *, data, data_dir, store, chunk_size: int, memory: dict, identity_of: dict) -> list:
+    """Phase 1 of :func:`run_sweep`: per group of configurations (one dataset, one privacy unit), the identity of
+    its data (generated data: from its name and options; files: loaded and hashed), the rows already stored for it,
+    then the data loaded and every configuration that will run validated against it.  Returns ``(data, chunks,
+    waiting keys)`` per group with something to train; fills ``identity_of`` (configuration key -> identity)."""
+
+    def finished(c: OptionsConfig, identity: dict) -> bool:
+        return c.key() in memory or (store is not None and store.has(c, identity))
+
+    todo: list[tuple[FederatedData, list, set]] = []
     for (name, _, _), group in groups.items():
         if isinstance(data, FederatedData):
             d = data
@@ -263,11 +283,13 @@ def run_sweep(
             except ValueError as exc:
                 raise ValueError(f"configuration {_described(c)} on {c.dataset}: {exc}") from exc
         todo.append((d, chunks, waiting))
+    return todo
 
-    if todo and store is not None:  # before any training (a complete store needs no writing)
-        store.check_writable()
 
-    # phase 2: train in batches (one runner call each) on the executor; the driver stores each batch's rows
+def _train(todo: list, *, store, memory: dict, progress, executor, executor_options, runner) -> None:
+    """Phase 2 of :func:`run_sweep`: train the planned batches (one runner call each) on the executor; the driver
+    checks each batch's results and stores its rows (``memory`` gets them too); batches that failed after their
+    retries raise :class:`~fedtrain.executors.SweepTaskError` once the others are stored."""
     batches: list[Batch] = []
     summaries = []
     to_store: list[set[str]] = []  # per batch, the keys it stores (a row already stored is never rewritten)
@@ -311,14 +333,6 @@ def run_sweep(
             ex.close()
     if failures:
         raise SweepTaskError(failures, stored)
-
-    rows = []
-    for c in configs:
-        row = memory.get(c.key())
-        if row is None and store is not None:
-            row = store.get(c, identity_of[c.key()])
-        rows.append(row)
-    return rows
 
 
 def _check_batch_results(chunk: Sequence[RunConfig], results: Sequence["RunResult"], summary: dict) -> None:
