@@ -211,17 +211,7 @@ def run_sweep(
     memory: dict[str, Any] = {}
     identity_of: dict[str, dict] = {}  # config key -> identity of the data it runs on
 
-    # group by dataset and privacy unit, dropping duplicate keys
-    groups: "OrderedDict[tuple, list[OptionsConfig]]" = OrderedDict()
-    seen: set[str] = set()
-    for c in configs:
-        if c.key() in seen:
-            continue
-        seen.add(c.key())
-        gkey = (c.dataset, encode(dict(c.dataset_options)).__repr__(), c.spec.unit)
-        groups.setdefault(gkey, []).append(c)
-
-    todo = _plan(groups, data=data, data_dir=data_dir, store=store, chunk_size=chunk_size, memory=memory,
+    todo = _plan(_groups(configs), data=data, data_dir=data_dir, store=store, chunk_size=chunk_size, memory=memory,
                  identity_of=identity_of)
     if todo and store is not None:  # before any training (a complete store needs no writing)
         store.check_writable()
@@ -235,6 +225,20 @@ def run_sweep(
             row = store.get(c, identity_of[c.key()])
         rows.append(row)
     return rows
+
+
+def _groups(configs: Sequence[OptionsConfig]) -> "OrderedDict[tuple, list[OptionsConfig]]":
+    """``configs`` grouped by dataset, dataset options and privacy unit (in first-seen order), duplicate keys
+    dropped."""
+    groups: "OrderedDict[tuple, list[OptionsConfig]]" = OrderedDict()
+    seen: set[str] = set()
+    for c in configs:
+        if c.key() in seen:
+            continue
+        seen.add(c.key())
+        gkey = (c.dataset, encode(dict(c.dataset_options)).__repr__(), c.spec.unit)
+        groups.setdefault(gkey, []).append(c)
+    return groups
 
 
 def _plan(groups, *, data, data_dir, store, chunk_size: int, memory: dict, identity_of: dict) -> list:

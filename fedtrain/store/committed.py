@@ -187,51 +187,10 @@ class CommittedStore:
             raise StaleStoreError(f"results manifest {mpath} lists no files (\"files\": {files!r}); regenerate it "
                                   f"with {REGENERATE_COMMAND}")
         for name, info in files.items():
+            doc = self._read_file(name, info, mpath)
+            rows = doc["rows"]
             path = self.root / name
-            # a file of its own computation (a real-image grid) names the commands that regenerate it
             regen = info.get("regenerate") or REGENERATE_COMMAND
-            version = info.get("engine_version")
-            if version != ENGINE_VERSION:
-                raise StaleStoreError(
-                    f"results store {path} was written by engine version {version}, but this checkout's engine is "
-                    f"version {ENGINE_VERSION} (fedtrain.config.ENGINE_VERSION): its rows no longer reproduce. "
-                    f"Regenerate the store with {regen}")
-            try:
-                raw = path.read_bytes()
-            except OSError as exc:
-                raise StaleStoreError(f"results store file {path} (listed in {mpath}) is missing or unreadable "
-                                      f"({exc.strerror or exc}); regenerate it with {regen}") from None
-            if hashlib.sha256(raw).hexdigest() != info.get("sha256"):
-                raise StaleStoreError(f"results store file {path} does not match the SHA-256 in {mpath} (edited or "
-                                      f"truncated); regenerate it with {regen}")
-            try:
-                doc = json.loads(gzip.decompress(raw).decode("utf-8"))
-            except (OSError, EOFError, UnicodeDecodeError, ValueError) as exc:
-                raise StaleStoreError(f"results store file {path} is not gzip'd JSON ({type(exc).__name__}); "
-                                      f"regenerate it with {regen}") from None
-            if not isinstance(doc, dict):
-                raise StaleStoreError(f"results store file {path} is not a packed store (a JSON "
-                                      f"{type(doc).__name__}); regenerate it with {regen}")
-            if doc.get("format") != FORMAT:
-                raise StaleStoreError(f"results store file {path} has format {doc.get('format')!r}, not {FORMAT!r}; "
-                                      f"regenerate it with {regen}")
-            if doc.get("engine_version") != ENGINE_VERSION:
-                raise StaleStoreError(f"results store {path} was written by engine version {doc.get('engine_version')}"
-                                      f", not {ENGINE_VERSION}; regenerate it with {regen}")
-            rows = doc.get("rows")
-            if not isinstance(rows, list) or not isinstance(doc.get("privacy"), dict) \
-                    or not isinstance(doc.get("data"), dict):
-                raise StaleStoreError(f"results store file {path} lacks its rows, privacy or data blocks; "
-                                      f"regenerate it with {regen}")
-            if not len(rows) == doc.get("rows_count") == info.get("rows"):
-                raise StaleStoreError(f"results store file {path} holds {len(rows)} rows, its header says "
-                                      f"{doc.get('rows_count')!r} and {mpath} says {info.get('rows')!r}; regenerate "
-                                      f"it with {regen}")
-            for kind in ("privacy", "data"):
-                for digest, block in doc[kind].items():
-                    if _digest(block) != digest:
-                        raise StaleStoreError(f"results store file {path}: its {kind} block {digest} does not match "
-                                              f"its digest (edited); regenerate it with {regen}")
             self.docs[name] = doc
             for i, row in enumerate(rows):
                 key = row.get("key") if isinstance(row, dict) else None
@@ -245,6 +204,57 @@ class CommittedStore:
                                           f"regenerate it with {regen}")
                 self._index[key] = (name, i)
                 self._by_config.setdefault(key.split("-")[0], []).append(key)
+
+    def _read_file(self, name: str, info: dict, mpath: Path) -> dict:
+        """One file of the manifest read and checked (engine version, SHA-256, gzip'd JSON of this format, the row
+        count, each privacy and data block against its digest); ``StaleStoreError`` naming the file and the command
+        that regenerates it otherwise."""
+        path = self.root / name
+        # a file of its own computation (a real-image grid) names the commands that regenerate it
+        regen = info.get("regenerate") or REGENERATE_COMMAND
+        version = info.get("engine_version")
+        if version != ENGINE_VERSION:
+            raise StaleStoreError(
+                f"results store {path} was written by engine version {version}, but this checkout's engine is "
+                f"version {ENGINE_VERSION} (fedtrain.config.ENGINE_VERSION): its rows no longer reproduce. "
+                f"Regenerate the store with {regen}")
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise StaleStoreError(f"results store file {path} (listed in {mpath}) is missing or unreadable "
+                                  f"({exc.strerror or exc}); regenerate it with {regen}") from None
+        if hashlib.sha256(raw).hexdigest() != info.get("sha256"):
+            raise StaleStoreError(f"results store file {path} does not match the SHA-256 in {mpath} (edited or "
+                                  f"truncated); regenerate it with {regen}")
+        try:
+            doc = json.loads(gzip.decompress(raw).decode("utf-8"))
+        except (OSError, EOFError, UnicodeDecodeError, ValueError) as exc:
+            raise StaleStoreError(f"results store file {path} is not gzip'd JSON ({type(exc).__name__}); "
+                                  f"regenerate it with {regen}") from None
+        if not isinstance(doc, dict):
+            raise StaleStoreError(f"results store file {path} is not a packed store (a JSON "
+                                  f"{type(doc).__name__}); regenerate it with {regen}")
+        if doc.get("format") != FORMAT:
+            raise StaleStoreError(f"results store file {path} has format {doc.get('format')!r}, not {FORMAT!r}; "
+                                  f"regenerate it with {regen}")
+        if doc.get("engine_version") != ENGINE_VERSION:
+            raise StaleStoreError(f"results store {path} was written by engine version {doc.get('engine_version')}"
+                                  f", not {ENGINE_VERSION}; regenerate it with {regen}")
+        rows = doc.get("rows")
+        if not isinstance(rows, list) or not isinstance(doc.get("privacy"), dict) \
+                or not isinstance(doc.get("data"), dict):
+            raise StaleStoreError(f"results store file {path} lacks its rows, privacy or data blocks; "
+                                  f"regenerate it with {regen}")
+        if not len(rows) == doc.get("rows_count") == info.get("rows"):
+            raise StaleStoreError(f"results store file {path} holds {len(rows)} rows, its header says "
+                                  f"{doc.get('rows_count')!r} and {mpath} says {info.get('rows')!r}; regenerate "
+                                  f"it with {regen}")
+        for kind in ("privacy", "data"):
+            for digest, block in doc[kind].items():
+                if _digest(block) != digest:
+                    raise StaleStoreError(f"results store file {path}: its {kind} block {digest} does not match "
+                                          f"its digest (edited); regenerate it with {regen}")
+        return doc
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({shown_path(self.root)!r}, rows={len(self)})"
