@@ -81,13 +81,8 @@ def hold_out_validation(data, fraction: float):
     keys its rows apart).
     """
     check_open_interval("validation", fraction, 0.0, 1.0)
-    trx, tr_y, vx, vy = [], [], [], []
-    for k, (x, y) in enumerate(zip(data.train_x, data.train_y)):
-        a, b, c, d = split_silo(x, y, float(fraction), np.random.default_rng([VALIDATION_SEED, k]))
-        trx.append(a)
-        tr_y.append(b)
-        vx.append(c)
-        vy.append(d)
+    trx, tr_y, vx, vy = split_and_standardize(data.train_x, data.train_y, test_fraction=float(fraction),
+                                              seed=VALIDATION_SEED, standardize_features=False)
     info = dict(data.info, validation=float(fraction))
     out = dataclasses.replace(data, train_x=trx, train_y=tr_y, test_x=vx, test_y=vy, info=info)
     if "_identity" in data.__dict__:
