@@ -330,18 +330,19 @@ def grid_file(grid: str) -> str:
     return f"{spec.get('file', spec['dataset'])}.json.gz"
 
 
-def grid_configs(grid: str, root: "str | os.PathLike | None" = None) -> list[RunConfig]:
+def grid_configs(grid: str, root: "str | os.PathLike | None" = None, *,
+                 store: "CommittedStore | None" = None) -> list[RunConfig]:
     """The runs of real-image grid ``grid`` (:func:`fedtrain.deep_grids.deep_grid`).  A tuned grid (``tuned_by`` in
-    :data:`fedtrain.deep_grids.REAL_IMAGE_GRIDS`) takes each configuration's η from its tuning grid's rows in the
-    committed store ``root`` (default ``results/``); it is defined only once all of them are there (``ValueError``
-    otherwise, saying how many are)."""
+    :data:`fedtrain.deep_grids.REAL_IMAGE_GRIDS`: the tuned grids and the edge checks) takes its configurations from
+    its tuning grid's rows in the committed store ``store``, if given (already open), else ``root`` (default
+    ``results/``); it is defined only once all of them are there (``ValueError`` otherwise, saying how many are)."""
     if grid not in REAL_IMAGE_GRIDS:
         raise ValueError(f"grid must be one of {', '.join(map(repr, REAL_IMAGE_GRIDS))} (got {grid!r})")
     tune = REAL_IMAGE_GRIDS[grid].get("tuned_by")
     if tune is None:
         return deep_grid(grid)
     try:
-        store = committed_store(root)
+        store = store if store is not None else committed_store(root)
         info = _grid_info(store, tune)
     except (ValueError, OSError, ResultsStoreError) as exc:
         raise ValueError(f"grid {grid} takes its η from grid {tune}, which is not committed yet: {exc}") from None
@@ -352,10 +353,12 @@ def grid_configs(grid: str, root: "str | os.PathLike | None" = None) -> list[Run
     return deep_grid(grid, tuning=grid_rows(store, tune))
 
 
-def grid_digest(grid: str, root: "str | os.PathLike | None" = None) -> str:
-    """A digest of real-image grid ``grid``'s definition (its runs' configuration keys): the committed file records
-    the digest of the grid it was packed for, and reading it under another definition fails (:func:`grid_rows`)."""
-    keys = sorted(c.key() for c in grid_configs(grid, root))
+def grid_digest(grid: str, root: "str | os.PathLike | None" = None, *,
+                configs: "list[RunConfig] | None" = None) -> str:
+    """A digest of real-image grid ``grid``'s definition (its runs' configuration keys; ``configs``, if given, are
+    its :func:`grid_configs`): the committed file records the digest of the grid it was packed for, and reading it
+    under another definition fails (:func:`grid_rows`)."""
+    keys = sorted(c.key() for c in (grid_configs(grid, root) if configs is None else configs))
     return hashlib.sha256(json.dumps(keys).encode()).hexdigest()[:16]
 
 
@@ -427,7 +430,7 @@ def pack_grid(grid: str, *, work: str | os.PathLike, out: str | os.PathLike | No
     command = command or f"fedtrain grid {grid} --pack {shown_path(out)}"
     spec = REAL_IMAGE_GRIDS[grid]
     figures = [grid]
-    digest = grid_digest(grid, out)
+    digest = grid_digest(grid, configs=configs)
     doc = pack_rows(rows, name=spec["dataset"], dataset=spec["dataset"], scale=GRID_SCALE, figures=figures,
                     grid=grid, grid_digest=digest, grid_runs=len(configs), present=len(rows),
                     missing=[_run_text(c) for c in missing], left_out=left_out, pack_command=command)
@@ -449,24 +452,27 @@ def pack_grid(grid: str, *, work: str | os.PathLike, out: str | os.PathLike | No
     return {"file": fname, **entry}
 
 
-def _grid_info(store: CommittedStore, grid: str) -> dict:
+def _grid_info(store: CommittedStore, grid: str, configs: "list[RunConfig] | None" = None) -> dict:
     fname = grid_file(grid)
     info = store.manifest.get("files", {}).get(fname)
     if not info or info.get("grid") != grid:
         raise ValueError(f"the committed store {store.root} holds no rows of grid {grid} ({fname}); pack them with "
                          f"fedtrain grid {grid} --pack results")
-    if info.get("grid_digest") != grid_digest(grid, store.root):
+    configs = grid_configs(grid, store=store) if configs is None else configs
+    if info.get("grid_digest") != grid_digest(grid, configs=configs):
         raise StaleStoreError(f"{store.root / fname} was packed for another definition of grid {grid} "
-                              f"({info.get('grid_runs')} runs; this checkout's has {len(grid_configs(grid, store.root))}): repack it "
+                              f"({info.get('grid_runs')} runs; this checkout's has {len(configs)}): repack it "
                               f"with fedtrain grid {grid} --pack results")
     return {"file": fname, **info}
 
 
-def grid_rows(store: CommittedStore, grid: str) -> "list[RunResult]":
+def grid_rows(store: CommittedStore, grid: str, configs: "list[RunConfig] | None" = None) -> "list[RunResult]":
     """The rows of real-image grid ``grid`` that the committed ``store`` holds, in the grid's order (some of the grid's
-    runs may be missing: :func:`pack_grid`; the manifest entry, :meth:`BookStore.grid_info`, counts them)."""
-    _grid_info(store, grid)
-    return [store.get(c) for c in grid_configs(grid, store.root) if store.has(c)]
+    runs may be missing: :func:`pack_grid`; the manifest entry, :meth:`BookStore.grid_info`, counts them).
+    ``configs``, if given, are its :func:`grid_configs` (read from ``store``)."""
+    configs = grid_configs(grid, store=store) if configs is None else configs
+    _grid_info(store, grid, configs)
+    return [store.get(c) for c in configs if store.has(c)]
 
 
 def grid_store_note(store: CommittedStore, grid: str) -> str:

@@ -160,7 +160,8 @@ def test_a_figure_shows_the_tuned_grid_once_a_whole_seed_of_it_is_committed(monk
     seed0 = [_row(c, _fig6_acc(c)) for c in FIG6 if c.seed == 0 and _mask(c) == 0.0]
     files = {"rotated-masked-fashion-tuned.json.gz": {"grid": "fig6-fashion-tuned"},
              "rotated-masked-fashion-tune.json.gz": {"grid": "fig6-fashion-tune", "missing": 0}}
-    monkeypatch.setattr(f6, "grid_configs", lambda grid, root=None: FIG6)
+    monkeypatch.setattr(f6, "grid_configs", lambda grid, root=None, store=None: FIG6)
+    monkeypatch.setattr(f6, "grid_rows", lambda store, grid, configs=None: store.grid_rows(grid))
     store = SimpleNamespace(manifest={"files": files}, root=None, grid_rows=lambda grid: seed0)
     g = f6.shown_grid(store, "fig6")
     assert (g["grid"], g["regime"], g["clip_only_eps"]) == ("fig6-fashion-tuned", "noise-bound", CLIP_ONLY)
@@ -173,6 +174,50 @@ def test_a_figure_shows_the_tuned_grid_once_a_whole_seed_of_it_is_committed(monk
     part = [r for r in seed0 if r.config.eps == 4.0][1:]
     short = SimpleNamespace(manifest={"files": files}, root=None, grid_rows=lambda grid: part if "tuned" in grid
                             else [])
-    monkeypatch.setattr(f6, "grid_configs", lambda grid, root=None: FIG6 if "tuned" in grid else deep_grid(grid))
+    monkeypatch.setattr(f6, "grid_configs",
+                        lambda grid, root=None, store=None: FIG6 if "tuned" in grid else deep_grid(grid))
     g = f6.shown_grid(short, "fig6")
     assert g["grid"] == "fig6-fashion" and g["regime"] == "clipping-bound" and g["tuned_committed"]
+
+
+def test_the_edge_grid_repeats_each_best_private_configuration_at_the_top_one_eta_further():
+    from fedtrain.deep_grids import edge_configs
+
+    for fig, families in (("fig6", 6), ("fig3d", 5)):
+        tune = deep_grid(f"{fig}-fashion-tune")
+        # private: the top η (0.03) wins and λ = 0.1 is the best λ; except Local, best at the smaller η
+        rows = [_row(c, 0.5 + (0.01 if (c.lr == 0.03) != (c.method == "local") else 0.0)
+                     + (0.02 if c.lam == 0.1 else 0.0)) for c in tune]
+        edge = deep_grid(f"{fig}-fashion-edge", tuning=rows)
+        assert len(edge) == families - 1 and {c.lr for c in edge} == {0.1}
+        assert not any(c.method == "local" for c in edge)
+        for c in edge:  # the tuning grid's configuration, only η changed
+            assert c.replace(lr=0.03) in tune and math.isfinite(c.eps) and c.seed == 0
+            assert c.lam == (0.1 if c.method == "mrmtl" else c.lam)
+        spec = dict(REAL_IMAGE_GRIDS[f"{fig}-fashion-edge"])
+        for bad in (0.03, 0.01, math.inf, math.nan, -1.0, True):
+            with pytest.raises(ValueError, match="edge_lr must be a finite η above"):
+                edge_configs(dict(spec, edge_lr=bad), rows)
+        with pytest.raises(ValueError, match="tuning="):
+            deep_grid(f"{fig}-fashion-edge")
+
+
+def test_the_tuning_table_says_whether_an_eta_beyond_the_grid_scored_higher():
+    from fedtrain.fig6_checks import tuning_scores, tuning_table
+
+    tune = deep_grid("fig3d-fashion-tune")
+    rows = [_row(c, 0.5 + (0.01 if c.lr == 0.03 else 0.0)) for c in tune]
+    edge = deep_grid("fig3d-fashion-edge", tuning=rows)
+    # FedAvg scores higher beyond the grid, every other method lower than at its chosen η = 0.03
+    beyond = [_row(c, 0.6 if c.method == "fedavg" else 0.505) for c in edge]
+    scores = tuning_scores(rows, beyond)
+    fedavg = next(s for s in scores if s["label"] == "FedAvg" and s["private"])
+    local = next(s for s in scores if s["label"] == "Local" and s["private"])
+    assert fedavg["edge"] == {0.1: pytest.approx(0.6)} and fedavg["edge_beats"] is True
+    assert local["edge_beats"] is False and local["chosen"] == 0.03  # the edge rows do not change the choice
+    assert all(s["edge"] == {} and s["edge_beats"] is None for s in scores if not s["private"])
+    table = tuning_table(rows, beyond)
+    assert table.count("(higher)") == 1 and table.count("(lower)") == len(edge) - 1
+    assert "η beyond the grid" in table and "η beyond" not in tuning_table(rows)
+    with pytest.raises(ValueError, match="edge rows must repeat"):
+        tuning_scores(rows, [_row(next(c for c in deep_grid("fig6-fashion-tune") if c.method == "ifca-mrmtl"), 0.5)])
