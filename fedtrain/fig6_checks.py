@@ -489,9 +489,10 @@ def tuning_table(rows: Iterable["RunResult"], edge: Iterable["RunResult"] = ()) 
 def tuning_report(store: Any, tuned: str) -> "dict | None":
     """What the committed ``store`` holds of tuned grid ``tuned``'s tuning grid and of that grid's edge check
     (``*-edge`` of :data:`~fedtrain.deep_grids.REAL_IMAGE_GRIDS`), or ``None`` where no tuning row is committed:
-    ``{"grid", "present", "runs", "edge", "edge_lr" (its η), "edge_present", "edge_runs" (``None`` before the
-    edge check is committed), "table" (:func:`tuning_table`), "beaten" (the configurations an η beyond the grid
-    scored higher on)}``."""
+    ``{"grid", "present", "runs", "bracket" (its η values, ``{"private": ..., "nonprivate": ...}``), "edge" (the
+    edge check's name, ``None`` where the bracket needs none), "edge_lr" (its η), "edge_present", "edge_runs"
+    (``None`` before the edge check is committed), "table" (:func:`tuning_table`), "beaten" (the configurations
+    an η beyond the grid scored higher on)}``."""
     spec = REAL_IMAGE_GRIDS.get(tuned, {})
     if "tuned_by" not in spec or "edge_lr" in spec:
         names = [g for g, s in REAL_IMAGE_GRIDS.items() if "tuned_by" in s and "edge_lr" not in s]
@@ -500,12 +501,12 @@ def tuning_report(store: Any, tuned: str) -> "dict | None":
     got = committed_grid(store, tune)
     if got is None or not got[0]:
         return None
-    edge = next(g for g, s in REAL_IMAGE_GRIDS.items() if "edge_lr" in s and s["tuned_by"] == tune)
-    checked = committed_grid(store, edge)
+    edge = next((g for g, s in REAL_IMAGE_GRIDS.items() if "edge_lr" in s and s["tuned_by"] == tune), None)
+    checked = committed_grid(store, edge) if edge else None
     edge_rows = checked[0] if checked else []
     scores = tuning_scores(got[0], edge_rows)
-    return {"grid": tune, "present": len(got[0]), "runs": len(got[1]), "edge": edge,
-            "edge_lr": REAL_IMAGE_GRIDS[edge]["edge_lr"],
+    return {"grid": tune, "present": len(got[0]), "runs": len(got[1]), "bracket": REAL_IMAGE_GRIDS[tune]["lrs"],
+            "edge": edge, "edge_lr": REAL_IMAGE_GRIDS[edge]["edge_lr"] if edge else None,
             "edge_present": len(edge_rows), "edge_runs": len(checked[1]) if checked else None,
             "table": tuning_table(got[0], edge_rows), "beaten": [s for s in scores if s["edge_beats"]]}
 

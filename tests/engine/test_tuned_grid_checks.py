@@ -183,7 +183,7 @@ def test_a_figure_shows_the_tuned_grid_once_a_whole_seed_of_it_is_committed(monk
 def test_the_edge_grid_repeats_each_best_private_configuration_at_the_top_one_eta_further():
     from fedtrain.deep_grids import edge_configs
 
-    for fig, families in (("fig6", 6), ("fig3d", 5)):
+    for fig, families in (("fig6", 6),):
         tune = deep_grid(f"{fig}-fashion-tune")
         # private: the top η (0.03) wins and λ = 0.1 is the best λ; except Local, best at the smaller η
         rows = [_row(c, 0.5 + (0.01 if (c.lr == 0.03) != (c.method == "local") else 0.0)
@@ -205,9 +205,9 @@ def test_the_edge_grid_repeats_each_best_private_configuration_at_the_top_one_et
 def test_the_tuning_table_says_whether_an_eta_beyond_the_grid_scored_higher():
     from fedtrain.fig6_checks import tuning_scores, tuning_table
 
-    tune = deep_grid("fig3d-fashion-tune")
+    tune = deep_grid("fig6-fashion-tune")
     rows = [_row(c, 0.5 + (0.01 if c.lr == 0.03 else 0.0)) for c in tune]
-    edge = deep_grid("fig3d-fashion-edge", tuning=rows)
+    edge = deep_grid("fig6-fashion-edge", tuning=rows)
     # FedAvg scores higher beyond the grid, every other method lower than at its chosen η = 0.03
     beyond = [_row(c, 0.6 if c.method == "fedavg" else 0.505) for c in edge]
     scores = tuning_scores(rows, beyond)
@@ -220,4 +220,14 @@ def test_the_tuning_table_says_whether_an_eta_beyond_the_grid_scored_higher():
     assert table.count("(higher)") == 1 and table.count("(lower)") == len(edge) - 1
     assert "η beyond the grid" in table and "η beyond" not in tuning_table(rows)
     with pytest.raises(ValueError, match="edge rows must repeat"):
-        tuning_scores(rows, [_row(next(c for c in deep_grid("fig6-fashion-tune") if c.method == "ifca-mrmtl"), 0.5)])
+        tuning_scores(rows, [_row(next(c for c in deep_grid("fig3d-fashion-tune") if c.method == "finetune"), 0.5)])
+
+
+def test_fig3d_tunes_private_eta_over_the_paper_grid_up_to_its_top():
+    from fedtrain.regime import PAPER_MAX_LR
+
+    tune = deep_grid("fig3d-fashion-tune")
+    private = {c.lr for c in tune if math.isfinite(c.eps)}
+    assert private == {0.01, 0.03, 0.1, 0.3} and max(private) == PAPER_MAX_LR
+    assert {c.lr for c in tune if math.isinf(c.eps)} == {0.1, 0.3} and len(tune) == 7 * 4 + 7 * 2
+    assert not any(s.get("tuned_by") == "fig3d-fashion-tune" and "edge_lr" in s for s in REAL_IMAGE_GRIDS.values())
