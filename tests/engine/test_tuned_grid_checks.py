@@ -231,3 +231,31 @@ def test_fig3d_tunes_private_eta_over_the_paper_grid_up_to_its_top():
     assert private == {0.01, 0.03, 0.1, 0.3} and max(private) == PAPER_MAX_LR
     assert {c.lr for c in tune if math.isinf(c.eps)} == {0.1, 0.3} and len(tune) == 7 * 4 + 7 * 2
     assert not any(s.get("tuned_by") == "fig3d-fashion-tune" and "edge_lr" in s for s in REAL_IMAGE_GRIDS.values())
+
+
+def test_the_tuning_report_reads_the_tuning_grid_and_its_edge_check(monkeypatch):
+    import fedtrain.fig6_checks as f6
+
+    tune = deep_grid("fig6-fashion-tune")
+    rows = [_row(c, 0.5 + (0.01 if c.lr == 0.03 else 0.0)) for c in tune]
+    edge = deep_grid("fig6-fashion-edge", tuning=rows)
+    beyond = [_row(c, 0.6 if c.method == "ifca" else 0.4) for c in edge]
+    held = {"fig6-fashion-tune": (rows, tune), "fig6-fashion-edge": (beyond, edge)}
+    monkeypatch.setattr(f6, "committed_grid", lambda store, grid: held.get(grid))
+    rep = f6.tuning_report(None, "fig6-fashion-tuned")
+    assert (rep["present"], rep["runs"], rep["edge"], rep["edge_lr"]) == (40, 40, "fig6-fashion-edge", 0.1)
+    assert rep["edge_present"] == rep["edge_runs"] == len(edge) and [s["label"] for s in rep["beaten"]] == ["IFCA"]
+    assert rep["table"].count("(higher)") == 1
+    held.pop("fig6-fashion-edge")  # the edge check not committed yet
+    rep = f6.tuning_report(None, "fig6-fashion-tuned")
+    assert rep["edge_runs"] is None and rep["edge_present"] == 0 and "η beyond" not in rep["table"]
+    # Fig. 3(d)'s bracket reaches the paper's top: no edge check
+    t3 = deep_grid("fig3d-fashion-tune")
+    held["fig3d-fashion-tune"] = ([_row(c, 0.5) for c in t3], t3)
+    rep = f6.tuning_report(None, "fig3d-fashion-tuned")
+    assert rep["edge"] is None and rep["bracket"]["private"] == (0.01, 0.03, 0.1, 0.3)
+    held.clear()
+    assert f6.tuning_report(None, "fig6-fashion-tuned") is None
+    for bad in ("fig6-fashion-tune", "fig6-fashion-edge", "nope"):
+        with pytest.raises(ValueError, match="tuned must be a tuned grid"):
+            f6.tuning_report(None, bad)
