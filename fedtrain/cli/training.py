@@ -95,6 +95,8 @@ def _check_one_unit(methods: list[str]) -> str:
 
 #: Flags of the client-level methods that mean something only where a group of clients is private.
 _PRIVATE_GROUP_ONLY = ("noise_multiplier", "count_noise_per_client", "lam_private", "delta", "accountant")
+#: ... and where a group of clients is not private.
+_NONPRIVATE_GROUP_ONLY = ("lam_nonprivate",)
 
 
 def client_configs_from_args(args: argparse.Namespace) -> list[FedHDPConfig]:
@@ -108,6 +110,7 @@ def client_configs_from_args(args: argparse.Namespace) -> list[FedHDPConfig]:
     client = params_of(FedHDPConfig)
     options = option_params()
     private = [m for m in CLIENT_METHODS if "private" in METHOD_REGISTRY[m].groups]
+    nonprivate = [m for m in CLIENT_METHODS if "nonprivate" in METHOD_REGISTRY[m].groups]
     given: dict[str, list] = {}
     for name in list(params_of(RunConfig)) + list(options) + ["repeats"]:
         if name in _DATA_FIELDS or name in ("method", "seed"):
@@ -120,6 +123,9 @@ def client_configs_from_args(args: argparse.Namespace) -> list[FedHDPConfig]:
         if name in _PRIVATE_GROUP_ONLY and not set(private) & set(methods):
             raise ValueError(f"{flag} applies to the methods with a private group ({', '.join(private)}), not to "
                              f"{named} (no private client, no noise)")
+        if name in _NONPRIVATE_GROUP_ONLY and not set(nonprivate) & set(methods):
+            raise ValueError(f"{flag} applies to the methods with a non-private group ({', '.join(nonprivate)}), not "
+                             f"to {named} (every client private)")
         if name not in client and not (name in options and set(options[name][2]) & set(methods)):
             owners = options[name][2] if name in options else RECORD_METHODS
             unit = "" if name in options else " (privacy unit: a record of a silo)"
@@ -130,7 +136,8 @@ def client_configs_from_args(args: argparse.Namespace) -> list[FedHDPConfig]:
     for method in methods:
         mine = {n: v for n, v in given.items()
                 if (n in client or method in options[n][2])
-                and not (n in _PRIVATE_GROUP_ONLY and "private" not in METHOD_REGISTRY[method].groups)}
+                and not (n in _PRIVATE_GROUP_ONLY and "private" not in METHOD_REGISTRY[method].groups)
+                and not (n in _NONPRIVATE_GROUP_ONLY and "nonprivate" not in METHOD_REGISTRY[method].groups)}
         for combo in itertools.product(*mine.values(), seeds):
             fields = dict(zip(mine, combo[:-1]))
             configs.append(FedHDPConfig(dataset=args.dataset, dataset_options=dict(args.dataset_option),

@@ -298,7 +298,8 @@ def test_other_numeric_flags_refuse_overflow(flag, capsys):
 def test_client_level_overflow_and_noise_flags(capsys):
     """z of the client-level methods: an overflowing value is refused; a method without noise refuses it."""
     for argv, text in ((["--method", "fedhdp", "--noise-multiplier", "1e309"], "beyond the largest float"),
-                       (["--method", "nonprivate", "--noise-multiplier", "3"], "not to 'nonprivate'")):
+                       (["--method", "nonprivate", "--noise-multiplier", "3"], "not to 'nonprivate'"),
+                       (["--method", "dp-fedavg", "--lam-nonprivate", "0.005"], "not to 'dp-fedavg' (every client")):
         with pytest.raises(SystemExit):
             main(["run", "--dataset", "noniid-digits", *argv])
         assert text in capsys.readouterr().err
