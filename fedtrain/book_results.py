@@ -333,7 +333,7 @@ def grid_file(grid: str) -> str:
 def grid_configs(grid: str, root: "str | os.PathLike | None" = None, *,
                  store: "CommittedStore | None" = None) -> list[RunConfig]:
     """The runs of real-image grid ``grid`` (:func:`fedtrain.deep_grids.deep_grid`).  A tuned grid (``tuned_by`` in
-    :data:`fedtrain.deep_grids.REAL_IMAGE_GRIDS`: the tuned grids and the edge checks) takes its configurations from
+    :data:`fedtrain.deep_grids.REAL_IMAGE_GRIDS`) takes its configurations from
     its tuning grid's rows in the committed store ``store``, if given (already open), else ``root`` (default
     ``results/``); it is defined only once all of them are there (``ValueError`` otherwise, saying how many are)."""
     if grid not in REAL_IMAGE_GRIDS:

@@ -427,88 +427,63 @@ def shown_grid(store: Any, figure: str) -> dict:
             "clip_only_eps": None}
 
 
-def tuning_scores(rows: Iterable["RunResult"], edge: Iterable["RunResult"] = ()) -> list[dict]:
+def tuning_scores(rows: Iterable["RunResult"]) -> list[dict]:
     """A tuning grid's choices (``*-tune``, :func:`fedtrain.deep_grids.tuned_settings`) with the validation accuracy
     behind them: one dict per method, λ and privacy (``label``, ``lam``, ``private``, ``scores`` ``{η: mean
     validation accuracy over the seeds}``, ``chosen`` η, ``best``: whether it is the method's best private
-    configuration, the one its clip-only control repeats), in the order of :data:`FAMILIES`.
-
-    ``edge``: rows of the tuning grid's edge check (``*-edge``, :func:`fedtrain.deep_grids.edge_configs`: a best
-    configuration again at an η above the grid's top), which do not change the choice: each configuration they
-    cover gets ``edge`` ``{η: mean validation accuracy}`` and ``edge_beats`` (whether an η beyond the grid scored
-    above the chosen one's); the others ``edge = {}`` and ``edge_beats = None``."""
+    configuration, the one its clip-only control repeats, ``edge``: ``"top"`` or ``"bottom"`` where the chosen η is
+    the largest or smallest the configuration ran at, where the optimum may lie beyond the bracket, else ``None``),
+    in the order of :data:`FAMILIES`."""
     rows = list(rows)
     lrs, best = tuned_settings(rows)
-
-    def means(runs) -> dict:
-        by: dict = {}
-        for r in runs:
-            c = r.config
-            by.setdefault((method_family(c), float(c.lam), math.isfinite(c.eps)), {}).setdefault(
-                float(c.lr), []).append(float(r.test_metric))
-        return {k: {lr: sum(v) / len(v) for lr, v in sorted(per.items())} for k, per in by.items()}
-
-    grid, beyond = means(rows), means(edge)
-    if set(beyond) - set(grid):
-        raise ValueError("edge rows must repeat configurations of the tuning grid at another η")
+    by: dict = {}
+    for r in rows:
+        c = r.config
+        by.setdefault((method_family(c), float(c.lam), math.isfinite(c.eps)), {}).setdefault(
+            float(c.lr), []).append(float(r.test_metric))
     order = {f: i for i, f in enumerate(FAMILIES)}
     out = []
-    for key, scores in sorted(grid.items(), key=lambda kv: (order.get(kv[0][0], len(order)), *kv[0])):
-        fam, lam, private = key
-        chosen = lrs[key]
-        ext = beyond.get(key, {})
-        out.append({"label": family_label(fam), "lam": lam, "private": private, "scores": scores,
-                    "chosen": chosen, "best": private and best.get(fam, (None,))[0] == lam, "edge": ext,
-                    "edge_beats": any(v > scores[chosen] for v in ext.values()) if ext else None})
+    for (fam, lam, private), per in sorted(by.items(), key=lambda kv: (order.get(kv[0][0], len(order)), *kv[0])):
+        chosen = lrs[(fam, lam, private)]
+        edge = None if len(per) < 2 else "top" if chosen == max(per) else "bottom" if chosen == min(per) else None
+        out.append({"label": family_label(fam), "lam": lam, "private": private,
+                    "scores": {lr: sum(v) / len(v) for lr, v in sorted(per.items())},
+                    "chosen": chosen, "best": private and best.get(fam, (None,))[0] == lam, "edge": edge})
     return out
 
 
-def tuning_table(rows: Iterable["RunResult"], edge: Iterable["RunResult"] = ()) -> str:
+def tuning_table(rows: Iterable["RunResult"]) -> str:
     """:func:`tuning_scores` as a Markdown table: method, λ, with or without DP, validation accuracy at each η (the
-    chosen one in bold), a mark on each method's best private configuration, and, with ``edge`` rows, what the η
-    beyond the grid scored there."""
-    scores = tuning_scores(rows, edge)
+    chosen one in bold, marked where it is the top or the bottom of the η values run), and a mark on each method's
+    best private configuration."""
+    scores = tuning_scores(rows)
     if not scores:
         raise ValueError("rows must hold a tuning grid's runs")
-    checked = any(s["edge"] for s in scores)
-    lines = ["| method | λ | DP | validation accuracy at each η (chosen in bold) | best private of its method |"
-             + (" η beyond the grid |" if checked else ""),
-             "|---|---|---|---|---|" + ("---|" if checked else "")]
+    lines = ["| method | λ | DP | validation accuracy at each η (chosen in bold) | best private of its method |",
+             "|---|---|---|---|---|"]
     for s in scores:
-        cells = ", ".join((f"**η = {lr:g}: {v:.3f}**" if lr == s["chosen"] else f"η = {lr:g}: {v:.3f}")
+        mark = f" ({s['edge']} of the bracket)" if s["edge"] else ""
+        cells = ", ".join((f"**η = {lr:g}: {v:.3f}**{mark}" if lr == s["chosen"] else f"η = {lr:g}: {v:.3f}")
                           for lr, v in s["scores"].items())
-        line = (f"| {s['label']} | {s['lam']:g} | {'yes' if s['private'] else 'no'} | {cells} | "
-                f"{'yes' if s['best'] else ''} |")
-        if checked:
-            line += (" " + ", ".join(f"η = {lr:g}: {v:.3f}" for lr, v in s["edge"].items())
-                     + (" (higher)" if s["edge_beats"] else " (lower)") if s["edge"] else "") + " |"
-        lines.append(line)
+        lines.append(f"| {s['label']} | {s['lam']:g} | {'yes' if s['private'] else 'no'} | {cells} | "
+                     f"{'yes' if s['best'] else ''} |")
     return "\n".join(lines)
 
 
 def tuning_report(store: Any, tuned: str) -> "dict | None":
-    """What the committed ``store`` holds of tuned grid ``tuned``'s tuning grid and of that grid's edge check
-    (``*-edge`` of :data:`~fedtrain.deep_grids.REAL_IMAGE_GRIDS`), or ``None`` where no tuning row is committed:
-    ``{"grid", "present", "runs", "bracket" (its η values, ``{"private": ..., "nonprivate": ...}``), "edge" (the
-    edge check's name, ``None`` where the bracket needs none), "edge_lr" (its η), "edge_present", "edge_runs"
-    (``None`` before the edge check is committed), "table" (:func:`tuning_table`), "beaten" (the configurations
-    an η beyond the grid scored higher on)}``."""
-    spec = REAL_IMAGE_GRIDS.get(tuned, {})
-    if "tuned_by" not in spec or "edge_lr" in spec:
-        names = [g for g, s in REAL_IMAGE_GRIDS.items() if "tuned_by" in s and "edge_lr" not in s]
+    """What the committed ``store`` holds of tuned grid ``tuned``'s tuning grid, or ``None`` where no tuning row is
+    committed: ``{"grid", "present", "runs", "bracket" (its η values, ``{"private": ..., "nonprivate": ...}``),
+    "table" (:func:`tuning_table`), "at_edge" (the :func:`tuning_scores` entries whose chosen η is the top or the
+    bottom of the bracket)}``."""
+    if "tuned_by" not in REAL_IMAGE_GRIDS.get(tuned, {}):
+        names = [g for g, s in REAL_IMAGE_GRIDS.items() if "tuned_by" in s]
         raise ValueError(f"tuned must be a tuned grid ({', '.join(names)}); got {tuned!r}")
     tune = REAL_IMAGE_GRIDS[tuned]["tuned_by"]
     got = committed_grid(store, tune)
     if got is None or not got[0]:
         return None
-    edge = next((g for g, s in REAL_IMAGE_GRIDS.items() if "edge_lr" in s and s["tuned_by"] == tune), None)
-    checked = committed_grid(store, edge) if edge else None
-    edge_rows = checked[0] if checked else []
-    scores = tuning_scores(got[0], edge_rows)
     return {"grid": tune, "present": len(got[0]), "runs": len(got[1]), "bracket": REAL_IMAGE_GRIDS[tune]["lrs"],
-            "edge": edge, "edge_lr": REAL_IMAGE_GRIDS[edge]["edge_lr"] if edge else None,
-            "edge_present": len(edge_rows), "edge_runs": len(checked[1]) if checked else None,
-            "table": tuning_table(got[0], edge_rows), "beaten": [s for s in scores if s["edge_beats"]]}
+            "table": tuning_table(got[0]), "at_edge": [s for s in tuning_scores(got[0]) if s["edge"]]}
 
 
 _HEADINGS = {"paper reading": "the paper's readings", "paper claim": "the paper's claims",

@@ -128,7 +128,9 @@ def test_tuning_scores_say_what_each_eta_scored_and_which_was_chosen():
     scores = tuning_scores(rows)
     assert len(scores) == 10 * 2  # 10 configurations (6 families, λ > 0 per λ) with and without DP
     mr = next(s for s in scores if s["label"] == "MR-MTL" and s["lam"] == 0.1 and s["private"])
-    assert mr["scores"] == {0.01: pytest.approx(0.53), 0.03: pytest.approx(0.52)} and mr["chosen"] == 0.01 and mr["best"]
+    assert mr["scores"] == {0.01: pytest.approx(0.53), 0.03: pytest.approx(0.52), 0.1: pytest.approx(0.52),
+                            0.3: pytest.approx(0.53)}
+    assert mr["chosen"] == 0.01 and mr["best"]  # a tie between 0.01 and 0.3 goes to the smaller η
     assert not next(s for s in scores if s["label"] == "MR-MTL" and s["lam"] == 1.0 and s["private"])["best"]
     assert {s["chosen"] for s in scores if not s["private"]} == {0.3}
     table = tuning_table(rows)
@@ -180,82 +182,52 @@ def test_a_figure_shows_the_tuned_grid_once_a_whole_seed_of_it_is_committed(monk
     assert g["grid"] == "fig6-fashion" and g["regime"] == "clipping-bound" and g["tuned_committed"]
 
 
-def test_the_edge_grid_repeats_each_best_private_configuration_at_the_top_one_eta_further():
-    from fedtrain.deep_grids import edge_configs
-
-    for fig, families in (("fig6", 6),):
-        tune = deep_grid(f"{fig}-fashion-tune")
-        # private: the top η (0.03) wins and λ = 0.1 is the best λ; except Local, best at the smaller η
-        rows = [_row(c, 0.5 + (0.01 if (c.lr == 0.03) != (c.method == "local") else 0.0)
-                     + (0.02 if c.lam == 0.1 else 0.0)) for c in tune]
-        edge = deep_grid(f"{fig}-fashion-edge", tuning=rows)
-        assert len(edge) == families - 1 and {c.lr for c in edge} == {0.1}
-        assert not any(c.method == "local" for c in edge)
-        for c in edge:  # the tuning grid's configuration, only η changed
-            assert c.replace(lr=0.03) in tune and math.isfinite(c.eps) and c.seed == 0
-            assert c.lam == (0.1 if c.method == "mrmtl" else c.lam)
-        spec = dict(REAL_IMAGE_GRIDS[f"{fig}-fashion-edge"])
-        for bad in (0.03, 0.01, math.inf, math.nan, -1.0, True):
-            with pytest.raises(ValueError, match="edge_lr must be a finite η above"):
-                edge_configs(dict(spec, edge_lr=bad), rows)
-        with pytest.raises(ValueError, match="tuning="):
-            deep_grid(f"{fig}-fashion-edge")
-
-
-def test_the_tuning_table_says_whether_an_eta_beyond_the_grid_scored_higher():
+def test_the_tuning_table_marks_a_choice_at_the_edge_of_the_bracket():
     from fedtrain.fig6_checks import tuning_scores, tuning_table
 
     tune = deep_grid("fig6-fashion-tune")
-    rows = [_row(c, 0.5 + (0.01 if c.lr == 0.03 else 0.0)) for c in tune]
-    edge = deep_grid("fig6-fashion-edge", tuning=rows)
-    # FedAvg scores higher beyond the grid, every other method lower than at its chosen η = 0.03
-    beyond = [_row(c, 0.6 if c.method == "fedavg" else 0.505) for c in edge]
-    scores = tuning_scores(rows, beyond)
+    # with DP: FedAvg best at the top η (0.3), Local at the bottom (0.01), the rest at 0.03; without DP all at 0.3
+    def score(c):
+        if math.isinf(c.eps):
+            return 0.7 + c.lr / 10
+        want = {"fedavg": 0.3, "local": 0.01}.get(c.method, 0.03)
+        return 0.5 - abs(math.log(c.lr / want)) / 100
+    rows = [_row(c, score(c)) for c in tune]
+    scores = tuning_scores(rows)
     fedavg = next(s for s in scores if s["label"] == "FedAvg" and s["private"])
     local = next(s for s in scores if s["label"] == "Local" and s["private"])
-    assert fedavg["edge"] == {0.1: pytest.approx(0.6)} and fedavg["edge_beats"] is True
-    assert local["edge_beats"] is False and local["chosen"] == 0.03  # the edge rows do not change the choice
-    assert all(s["edge"] == {} and s["edge_beats"] is None for s in scores if not s["private"])
-    table = tuning_table(rows, beyond)
-    assert table.count("(higher)") == 1 and table.count("(lower)") == len(edge) - 1
-    assert "η beyond the grid" in table and "η beyond" not in tuning_table(rows)
-    with pytest.raises(ValueError, match="edge rows must repeat"):
-        tuning_scores(rows, [_row(next(c for c in deep_grid("fig3d-fashion-tune") if c.method == "finetune"), 0.5)])
+    mr = next(s for s in scores if s["label"] == "MR-MTL" and s["private"] and s["lam"] == 0.1)
+    assert (fedavg["chosen"], fedavg["edge"]) == (0.3, "top") and (local["chosen"], local["edge"]) == (0.01, "bottom")
+    assert (mr["chosen"], mr["edge"]) == (0.03, None) and len(mr["scores"]) == 4
+    assert all(s["edge"] == "top" for s in scores if not s["private"])
+    table = tuning_table(rows)
+    assert "**η = 0.3: 0.500** (top of the bracket)" in table and "**η = 0.01: 0.500** (bottom of the bracket)" in table
+    assert "**η = 0.03: 0.500**," in table  # MR-MTL's choice inside the bracket, unmarked
 
 
-def test_fig3d_tunes_private_eta_over_the_paper_grid_up_to_its_top():
+def test_both_tuning_grids_run_the_paper_eta_grid_up_to_its_top_under_dp():
     from fedtrain.regime import PAPER_MAX_LR
 
-    tune = deep_grid("fig3d-fashion-tune")
-    private = {c.lr for c in tune if math.isfinite(c.eps)}
-    assert private == {0.01, 0.03, 0.1, 0.3} and max(private) == PAPER_MAX_LR
-    assert {c.lr for c in tune if math.isinf(c.eps)} == {0.1, 0.3} and len(tune) == 7 * 4 + 7 * 2
-    assert not any(s.get("tuned_by") == "fig3d-fashion-tune" and "edge_lr" in s for s in REAL_IMAGE_GRIDS.values())
+    for name, configurations in (("fig6-fashion-tune", 10), ("fig3d-fashion-tune", 7)):
+        tune = deep_grid(name)
+        private = {c.lr for c in tune if math.isfinite(c.eps)}
+        assert private == {0.01, 0.03, 0.1, 0.3} and max(private) == PAPER_MAX_LR
+        assert {c.lr for c in tune if math.isinf(c.eps)} == {0.1, 0.3} and len(tune) == configurations * (4 + 2)
 
 
-def test_the_tuning_report_reads_the_tuning_grid_and_its_edge_check(monkeypatch):
+def test_the_tuning_report_reads_the_committed_tuning_grid(monkeypatch):
     import fedtrain.fig6_checks as f6
 
     tune = deep_grid("fig6-fashion-tune")
-    rows = [_row(c, 0.5 + (0.01 if c.lr == 0.03 else 0.0)) for c in tune]
-    edge = deep_grid("fig6-fashion-edge", tuning=rows)
-    beyond = [_row(c, 0.6 if c.method == "ifca" else 0.4) for c in edge]
-    held = {"fig6-fashion-tune": (rows, tune), "fig6-fashion-edge": (beyond, edge)}
+    rows = [_row(c, 0.5 + c.lr) for c in tune]  # every choice at the top
+    held = {"fig6-fashion-tune": (rows, tune)}
     monkeypatch.setattr(f6, "committed_grid", lambda store, grid: held.get(grid))
     rep = f6.tuning_report(None, "fig6-fashion-tuned")
-    assert (rep["present"], rep["runs"], rep["edge"], rep["edge_lr"]) == (40, 40, "fig6-fashion-edge", 0.1)
-    assert rep["edge_present"] == rep["edge_runs"] == len(edge) and [s["label"] for s in rep["beaten"]] == ["IFCA"]
-    assert rep["table"].count("(higher)") == 1
-    held.pop("fig6-fashion-edge")  # the edge check not committed yet
-    rep = f6.tuning_report(None, "fig6-fashion-tuned")
-    assert rep["edge_runs"] is None and rep["edge_present"] == 0 and "η beyond" not in rep["table"]
-    # Fig. 3(d)'s bracket reaches the paper's top: no edge check
-    t3 = deep_grid("fig3d-fashion-tune")
-    held["fig3d-fashion-tune"] = ([_row(c, 0.5) for c in t3], t3)
-    rep = f6.tuning_report(None, "fig3d-fashion-tuned")
-    assert rep["edge"] is None and rep["bracket"]["private"] == (0.01, 0.03, 0.1, 0.3)
+    assert (rep["grid"], rep["present"], rep["runs"]) == ("fig6-fashion-tune", len(tune), len(tune))
+    assert rep["bracket"]["private"] == (0.01, 0.03, 0.1, 0.3) and rep["table"].count("(top of the bracket)") == 20
+    assert len(rep["at_edge"]) == 20 and {s["edge"] for s in rep["at_edge"]} == {"top"}
     held.clear()
     assert f6.tuning_report(None, "fig6-fashion-tuned") is None
-    for bad in ("fig6-fashion-tune", "fig6-fashion-edge", "nope"):
+    for bad in ("fig6-fashion-tune", "fig6-fashion", "nope"):
         with pytest.raises(ValueError, match="tuned must be a tuned grid"):
             f6.tuning_report(None, bad)
