@@ -333,9 +333,9 @@ def grid_file(grid: str) -> str:
 def grid_configs(grid: str, root: "str | os.PathLike | None" = None, *,
                  store: "CommittedStore | None" = None) -> list[RunConfig]:
     """The runs of real-image grid ``grid`` (:func:`fedtrain.deep_grids.deep_grid`).  A tuned grid (``tuned_by`` in
-    :data:`fedtrain.deep_grids.REAL_IMAGE_GRIDS`) takes its configurations from
-    its tuning grid's rows in the committed store ``store``, if given (already open), else ``root`` (default
-    ``results/``); it is defined only once all of them are there (``ValueError`` otherwise, saying how many are)."""
+    :data:`fedtrain.deep_grids.REAL_IMAGE_GRIDS`) takes each configuration's η from its tuning grid's rows in the
+    committed store ``store``, if given (already open), else ``root`` (default ``results/``); it is defined only once
+    all of them are there (``ValueError`` otherwise, saying how many are)."""
     if grid not in REAL_IMAGE_GRIDS:
         raise ValueError(f"grid must be one of {', '.join(map(repr, REAL_IMAGE_GRIDS))} (got {grid!r})")
     tune = REAL_IMAGE_GRIDS[grid].get("tuned_by")

@@ -266,4 +266,3 @@ def deep_grid(figure: str, *, full: bool | None = None, tuning=None) -> list:
                     c = next(c for c in private if method_family(c) == fam and c.lam == lam and c.seed == seed)
                     configs.append(c.replace(eps=float(g["clip_only_eps"]), lr=lr))
     return configs
-
