@@ -473,8 +473,8 @@ def tuning_table(rows: Iterable["RunResult"]) -> str:
 def tuning_report(store: Any, tuned: str) -> "dict | None":
     """What the committed ``store`` holds of tuned grid ``tuned``'s tuning grid, or ``None`` where no tuning row is
     committed: ``{"grid", "present", "runs", "bracket" (its η values, ``{"private": ..., "nonprivate": ...}``),
-    "table" (:func:`tuning_table`), "at_edge" (the :func:`tuning_scores` entries whose chosen η is the top or the
-    bottom of the bracket)}``."""
+    "table" (:func:`tuning_table`), "scores" (:func:`tuning_scores`), "at_edge" (its entries whose chosen η is the
+    top or the bottom of the bracket)}``."""
     if "tuned_by" not in REAL_IMAGE_GRIDS.get(tuned, {}):
         names = [g for g, s in REAL_IMAGE_GRIDS.items() if "tuned_by" in s]
         raise ValueError(f"tuned must be a tuned grid ({', '.join(names)}); got {tuned!r}")
@@ -482,8 +482,9 @@ def tuning_report(store: Any, tuned: str) -> "dict | None":
     got = committed_grid(store, tune)
     if got is None or not got[0]:
         return None
+    scores = tuning_scores(got[0])
     return {"grid": tune, "present": len(got[0]), "runs": len(got[1]), "bracket": REAL_IMAGE_GRIDS[tune]["lrs"],
-            "table": tuning_table(got[0]), "at_edge": [s for s in tuning_scores(got[0]) if s["edge"]]}
+            "table": tuning_table(got[0]), "scores": scores, "at_edge": [s for s in scores if s["edge"]]}
 
 
 _HEADINGS = {"paper reading": "the paper's readings", "paper claim": "the paper's claims",

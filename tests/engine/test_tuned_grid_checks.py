@@ -226,6 +226,7 @@ def test_the_tuning_report_reads_the_committed_tuning_grid(monkeypatch):
     assert (rep["grid"], rep["present"], rep["runs"]) == ("fig6-fashion-tune", len(tune), len(tune))
     assert rep["bracket"]["private"] == (0.01, 0.03, 0.1, 0.3) and rep["table"].count("(top of the bracket)") == 20
     assert len(rep["at_edge"]) == 20 and {s["edge"] for s in rep["at_edge"]} == {"top"}
+    assert rep["scores"] == f6.tuning_scores(rows) and {s["chosen"] for s in rep["scores"]} == {0.3}
     held.clear()
     assert f6.tuning_report(None, "fig6-fashion-tuned") is None
     for bad in ("fig6-fashion-tune", "fig6-fashion", "nope"):
