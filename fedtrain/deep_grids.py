@@ -15,7 +15,7 @@ from typing import Any
 from fedtrain.book_scale import full_scale
 from fedtrain.config import paper_defaults
 from fedtrain.data.cifar_hetero import CIFAR10_TRAIN_PER_CLASS, PAPER_NUM_SILOS
-from fedtrain.paper import LAMBDA_GRID
+from fedtrain.paper import LAMBDA_GRID, LR_GRID
 from fedtrain.sweep import expand_grid
 
 __all__ = ["DEEP_FIGURES", "REAL_IMAGE_GRIDS", "deep_grid", "deep_grid_note", "method_family", "tuned_settings"]
@@ -120,7 +120,7 @@ REAL_IMAGE_GRIDS: dict[str, dict[str, Any]] = {
 # configuration on the validation split, at every mask ratio and seed.  IFCA's 10 private selections of Fig. 6 are
 # spread every 2 rounds (rounds 0, 2, ..., 18: the cluster models train between them; their count, and so their
 # ε, is unchanged).  Fig. 3(d) uses the paper's c = 8 and δ = 1e-4 (App. C.4).
-_NOISE_BOUND = dict(model="convnet", clip=8.0, lrs={"private": (0.01, 0.03, 0.1, 0.3), "nonprivate": (0.1, 0.3)})
+_NOISE_BOUND = dict(model="convnet", clip=8.0, lrs={"private": LR_GRID[LR_GRID.index(0.01):], "nonprivate": LR_GRID[-2:]})
 REAL_IMAGE_GRIDS.update({
     "fig6-fashion-tune": dict(_NOISE_BOUND, dataset="rotated-masked-fashion", rounds=40, seeds=(0,), eps=(4.0, inf),
                               mask_ratios=(0.0,), lams=(0.01, 0.1, 1.0), select_frac=0.25, select_every=2,
