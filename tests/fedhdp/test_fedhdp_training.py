@@ -257,8 +257,14 @@ def test_cli_run_fedhdp_json(capsys):
     assert g["private"]["lambda"] == 0.01 and g["nonprivate"]["lambda"] == 0.1
     assert g["nonprivate"]["epsilon"] == "inf" and g["nonprivate"]["rounds_released"] == 0
     assert "client-level" in out["privacy"]["adjacency"]
-    assert main(argv[:4] + ["dp-fedavg"] + argv[7:]) == 0  # a baseline through the same flags
+    # a baseline through the same flags, less the non-private group's λ: dp-fedavg has no such group
+    baseline = argv[:4] + ["dp-fedavg"] + argv[7:]
+    i = baseline.index("--lam-nonprivate")
+    assert main(baseline[:i] + baseline[i + 2:]) == 0
     assert json.loads(capsys.readouterr().out)["ratio"] == 1.0
+    with pytest.raises(SystemExit):
+        main(baseline)
+    assert "--lam-nonprivate applies to the methods with a non-private group" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("flag,value,name", [("--ratio", "1.5", "ratio"), ("--sample-rate", "0", "sample_rate")])
