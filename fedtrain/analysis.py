@@ -23,6 +23,8 @@ __all__ = [
     "spread_text",
     "warm_start_label",
     "co_clustering_agreement",
+    "cluster_recovery",
+    "cluster_recovery_table",
     "best_by_setting",
     "lower_is_better",
     "method_label",
@@ -64,6 +66,48 @@ def co_clustering_agreement(assign: Sequence[int], groups: Sequence[int]) -> flo
         raise ValueError(f"assign and groups must be 1-d of the same length >= 2 (got {a.shape} and {g.shape})")
     off = ~np.eye(a.size, dtype=bool)
     return float(((a[:, None] == a[None, :]) == (g[:, None] == g[None, :]))[off].mean())
+
+
+def cluster_recovery(rows: Iterable["RunResult"]) -> list[dict[str, Any]]:
+    """How well IFCA's private cluster selection recovered the true groups (the rotation groups of
+    ``rotated-masked-*``), from the rows whose ``extras`` record it (IFCA and the IFCA-warm-started runs:
+    ``cluster_ari``, ``clusters_frozen_round``; :mod:`fedtrain.methods.ifca`).  One dict per mask ratio, ε and
+    kind (``"IFCA"``, or ``"IFCA warm starts"`` for IFCA → Local / MR-MTL), sorted: ``mask``, ``eps``, ``who``,
+    ``runs``, ``ari`` (mean adjusted Rand index against the groups: 1 = recovered, about 0 = chance), ``ari_min``,
+    ``recovered`` (runs at ARI 1) and ``frozen`` (median round of the last selection that changed an assignment,
+    counted from 0; ``None`` if not recorded).  Rows without the record are left out."""
+    by: dict[tuple, list] = {}
+    for r in rows:
+        ex = r.extras or {}
+        if ex.get("cluster_ari") is None:
+            continue
+        c = r.config
+        key = (float(c.dataset_options.get("mask_ratio") or 0.0), float(c.eps),
+               "IFCA" if c.method == "ifca" else "IFCA warm starts")
+        by.setdefault(key, []).append(ex)
+    out = []
+    for (mask, eps, who), exs in sorted(by.items()):
+        ari = [float(e["cluster_ari"]) for e in exs]
+        frozen = [int(e["clusters_frozen_round"]) for e in exs if e.get("clusters_frozen_round") is not None]
+        out.append({"mask": mask, "eps": eps, "who": who, "runs": len(exs), "ari": float(np.mean(ari)),
+                    "ari_min": min(ari), "recovered": sum(a >= 1.0 - 1e-12 for a in ari),
+                    "frozen": float(np.median(frozen)) if frozen else None})
+    return out
+
+
+def cluster_recovery_table(rows: Iterable["RunResult"]) -> str:
+    """:func:`cluster_recovery` as a Markdown table (``ValueError`` if no row records a cluster selection)."""
+    rec = cluster_recovery(rows)
+    if not rec:
+        raise ValueError("rows must hold IFCA runs that record their cluster selection (extras['cluster_ari'])")
+    lines = ["| mask ratio | privacy | runs | adjusted Rand index: mean (min) | runs that recovered the groups | "
+             "last selection that changed a silo's cluster: round (median) |", "|---|---|---|---|---|---|"]
+    for d in rec:
+        privacy = "no DP" if math.isinf(d["eps"]) else f"ε = {d['eps']:g}"
+        frozen = "—" if d["frozen"] is None else f"{d['frozen']:g}"
+        lines.append(f"| {d['mask']:g} | {privacy}, {d['who']} | {d['runs']} | {d['ari']:.2f} ({d['ari_min']:.2f}) | "
+                     f"{d['recovered']} of {d['runs']} | {frozen} |")
+    return "\n".join(lines)
 
 
 def warm_start_label(config: "RunConfig") -> str:

@@ -232,3 +232,26 @@ def test_the_tuning_report_reads_the_committed_tuning_grid(monkeypatch):
     for bad in ("fig6-fashion-tune", "fig6-fashion", "nope"):
         with pytest.raises(ValueError, match="tuned must be a tuned grid"):
             f6.tuning_report(None, bad)
+
+
+def test_cluster_recovery_summarizes_ifca_rows_per_mask_privacy_and_kind():
+    from fedtrain.analysis import cluster_recovery, cluster_recovery_table
+
+    fig6 = [c for c in FIG6 if c.method in ("ifca", "ifca-mrmtl", "local")]
+    def extras(c):
+        if c.method == "local":
+            return {}
+        return {"cluster_ari": 1.0 if math.isinf(c.eps) else 0.5 + 0.1 * c.seed, "clusters_frozen_round": 4 + 2 * c.seed}
+    rows = [SimpleNamespace(config=c, extras=extras(c)) for c in fig6]
+    rec = cluster_recovery(rows)
+    # 3 masks x 3 privacy levels (ε = 4, the clip-only controls, no DP) x 2 kinds
+    assert len(rec) == 3 * 3 * 2 and [d["mask"] for d in rec] == sorted(d["mask"] for d in rec)
+    ifca4 = next(d for d in rec if d["mask"] == 0.25 and d["eps"] == 4.0 and d["who"] == "IFCA")
+    assert ifca4["runs"] == 2 and ifca4["ari"] == pytest.approx(0.55) and ifca4["ari_min"] == 0.5
+    assert ifca4["recovered"] == 0 and ifca4["frozen"] == 5.0
+    nodp = next(d for d in rec if d["mask"] == 0.0 and math.isinf(d["eps"]) and d["who"] == "IFCA warm starts")
+    assert nodp["recovered"] == nodp["runs"] == 8 and nodp["ari"] == 1.0
+    table = cluster_recovery_table(rows)
+    assert table.count("\n") == 1 + len(rec) and "| 0.25 | ε = 4, IFCA | 2 | 0.55 (0.50) | 0 of 2 | 5 |" in table
+    with pytest.raises(ValueError, match="cluster selection"):
+        cluster_recovery_table([r for r in rows if r.config.method == "local"])
