@@ -16,6 +16,7 @@ from fedtrain.book_scale import full_scale
 from fedtrain.config import paper_defaults
 from fedtrain.data.cifar_hetero import CIFAR10_TRAIN_PER_CLASS, PAPER_NUM_SILOS
 from fedtrain.paper import LAMBDA_GRID, LR_GRID
+from fedtrain.regime import clip_only_control
 from fedtrain.sweep import expand_grid
 
 __all__ = ["DEEP_FIGURES", "REAL_IMAGE_GRIDS", "deep_grid", "deep_grid_note", "method_family", "tuned_settings"]
@@ -264,5 +265,5 @@ def deep_grid(figure: str, *, full: bool | None = None, tuning=None) -> list:
             for fam, (lam, lr) in best.items():
                 for seed in g["seeds"]:
                     c = next(c for c in private if method_family(c) == fam and c.lam == lam and c.seed == seed)
-                    configs.append(c.replace(eps=float(g["clip_only_eps"]), lr=lr))
+                    configs.append(clip_only_control(c, g["clip_only_eps"]).replace(lr=lr))
     return configs

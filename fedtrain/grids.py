@@ -61,7 +61,7 @@ from fedtrain.data.base import identity_digest
 from fedtrain.data.registry import load_dataset
 from fedtrain.fedhdp.experiments import run_experiment
 from fedtrain.presets import FEDHDP_GRIDS, REAL_IMAGE_GRIDS, fedhdp_grid
-from fedtrain.regime import check_clip_only_eps, check_positive_grid
+from fedtrain.regime import check_clip_only_eps, check_positive_grid, clip_only_control
 from fedtrain.results import ResultsStore
 from fedtrain.store.archive import archive_rows, restore_rows
 from fedtrain.store.layout import shown_path
@@ -133,7 +133,7 @@ def extend_grid(configs, *, lrs=None, clips=None, clip_only_eps=None, select_eve
         out = _select_every(out, select_every)
     if clip_only_eps is not None:
         ce = check_clip_only_eps(clip_only_eps)
-        out = out + [c.replace(eps=ce) for c in out if math.isfinite(c.eps) and c.eps != ce]
+        out = out + [clip_only_control(c, ce) for c in out if math.isfinite(c.eps) and c.eps != ce]
     seen = set()
     return [c for c in out if not (c.key() in seen or seen.add(c.key()))]
 

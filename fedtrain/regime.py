@@ -52,7 +52,7 @@ from fedtrain.results import ResultsStore
 from fedtrain.sweep import expand_grid, run_sweep
 
 __all__ = ["CLIP_ONLY_EPS", "PRIVATE_EPS", "LR_PROBES", "CLIP_PROBES", "check_positive_grid",
-           "check_clip_only_eps", "probe_config", "controls", "probe_phases", "decompose", "noise_bound",
+           "check_clip_only_eps", "CLIP_ONLY_SELECT_EPS", "clip_only_control", "probe_config", "controls", "probe_phases", "decompose", "noise_bound",
            "best_cells", "summary_rows", "choose", "PAPER_MAX_LR"]
 
 #: ε of the clip-only control: finite, so the same clipping at ``c`` runs, with a negligible noise multiplier.
@@ -86,6 +86,29 @@ def check_positive_grid(name: str, values: Iterable[Any]) -> tuple[float, ...]:
     if bad:
         raise ValueError(f"{name} must hold finite positive numbers only (got {bad[0]!r})")
     return out
+
+
+#: ε of each private cluster selection (IFCA's exponential mechanism) in a clip-only control.  At the private run's
+#: fraction of ε (``select_eps_frac``, 0.03) a control at ε = 10⁶ would select at ε_sel = 3·10⁴, and its S selections
+#: alone would cost zCDP ρ = S·ε_sel²/8 ≈ S·10⁸, far beyond 10⁶: no noise multiplier meets the target.  At ε_sel = 100
+#: the selections cost ρ = 1,250 each, and the mechanism already picks the best-scoring cluster: its probabilities
+#: weigh a score gap g by e^(ε_sel·g/(2Δ)) with Δ = 1/(n − 1), so g = 0.01 on 400 records is a factor e^200.
+CLIP_ONLY_SELECT_EPS = 100.0
+
+
+def clip_only_control(config: Any, eps: Any = CLIP_ONLY_EPS) -> Any:
+    """The clip-only control of private run ``config``: the same run (clipping norm, η, λ, seed, data) at the finite
+    ε ``eps`` (:func:`check_clip_only_eps`), whose DP-SGD noise multiplier is negligible.  A run with private
+    cluster selections (IFCA and its warm starts, option ``select_eps_frac``) selects at ε_sel =
+    :data:`CLIP_ONLY_SELECT_EPS` each (``select_eps_frac = ε_sel / eps``), negligible noise too, so that the target
+    ε is attainable.  ``ValueError`` for a run without DP or a bad ``eps``."""
+    ce = check_clip_only_eps(eps)
+    if not math.isfinite(config.eps):
+        raise ValueError(f"config must be a private run (finite eps) to have a clip-only control (got eps={config.eps})")
+    control = config.replace(eps=ce)
+    if "select_eps_frac" in getattr(config.options, "__dataclass_fields__", {}):
+        control = control.replace(select_eps_frac=CLIP_ONLY_SELECT_EPS / ce)
+    return control
 
 
 def check_clip_only_eps(eps: Any) -> float:

@@ -111,3 +111,24 @@ def test_rotated_masked_rows_score_against_the_rotation_groups():
     groups = list(data.info["rotation_group"])
     assert len(set(groups)) == 4 and r.extras["selection_rounds"] == [0, 2]
     assert r.extras["cluster_ari"] == pytest.approx(ari(r.extras["clusters"], groups))
+
+
+def test_a_clip_only_control_of_ifca_runs_and_selects_like_the_run_without_dp(clustered):
+    """At the private run's selection fraction the clip-only control's selections alone would exceed ε = 10⁶ (no
+    noise multiplier could meet it); its control selects at ε_sel = CLIP_ONLY_SELECT_EPS, attainably."""
+    from fedtrain.ledger import selection_epsilon
+    from fedtrain.regime import CLIP_ONLY_EPS, CLIP_ONLY_SELECT_EPS, clip_only_control
+
+    private = cfg(method="ifca-mrmtl")
+    assert selection_epsilon(3, private.options.select_eps_frac * CLIP_ONLY_EPS, 1e-5) > CLIP_ONLY_EPS
+    control = clip_only_control(private)
+    assert control.eps == CLIP_ONLY_EPS and control.clip == private.clip and control.lr == private.lr
+    assert control.options.select_eps_frac * CLIP_ONLY_EPS == pytest.approx(CLIP_ONLY_SELECT_EPS)
+    got = run(control, clustered)  # attainable: calibrated, run, and its spent ε within the target
+    assert max(got.eps_spent) <= CLIP_ONLY_EPS and max(got.noise_multipliers) < 1e-2
+    assert got.extras["select_eps"] == pytest.approx([CLIP_ONLY_SELECT_EPS] * len(got.extras["select_eps"]))
+    assert clip_only_control(cfg(method="local")).options == cfg(method="local").options  # no selection to scale
+    with pytest.raises(ValueError, match="private run"):
+        clip_only_control(private.replace(eps=math.inf))
+    with pytest.raises(ValueError, match="clip_only_eps"):
+        clip_only_control(private, math.inf)
