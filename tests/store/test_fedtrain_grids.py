@@ -15,6 +15,7 @@ import pytest
 
 from fedtrain import grids
 from fedtrain.presets import deep_grid
+from fedtrain.regime import clip_only_control
 from fedtrain.results import ResultsStore
 from fedtrain.testing import fake_result
 
@@ -39,7 +40,9 @@ def test_extend_adds_the_eta_grid_clips_clip_only_controls_and_the_schedule(runn
     co = runner.extend_grid(grid, clip_only_eps=1e6)
     added = co[len(grid):]
     assert len(added) == len(private) and all(c.eps == 1e6 for c in added)
-    assert [c.replace(eps=4.0) for c in added] == private  # the same runs but for ε
+    assert added == [clip_only_control(c, 1e6) for c in private]  # the same runs but for ε (and IFCA's selection ε)
+    assert [c.replace(eps=4.0) for c in added if c.method not in ("ifca", "ifca-mrmtl")] == [
+        c for c in private if c.method not in ("ifca", "ifca-mrmtl")]
     se = runner.extend_grid(grid, select_every=3)
     assert {c.select_every for c in se if c.method in ("ifca", "ifca-mrmtl")} == {3}
     assert [c for c in se if c.method not in ("ifca", "ifca-mrmtl")] == [
