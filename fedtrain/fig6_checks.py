@@ -456,7 +456,11 @@ def tuning_table(rows: Iterable["RunResult"]) -> str:
     """:func:`tuning_scores` as a Markdown table: method, λ, with or without DP, validation accuracy at each η (the
     chosen one in bold, marked where it is the top or the bottom of the η values run), and a mark on each method's
     best private configuration."""
-    scores = tuning_scores(rows)
+    return _tuning_markdown(tuning_scores(rows))
+
+
+def _tuning_markdown(scores: list[dict]) -> str:
+    """:func:`tuning_table` of already computed :func:`tuning_scores`."""
     if not scores:
         raise ValueError("rows must hold a tuning grid's runs")
     lines = ["| method | λ | DP | validation accuracy at each η (chosen in bold) | best private of its method |",
@@ -484,7 +488,7 @@ def tuning_report(store: Any, tuned: str) -> "dict | None":
         return None
     scores = tuning_scores(got[0])
     return {"grid": tune, "present": len(got[0]), "runs": len(got[1]), "bracket": REAL_IMAGE_GRIDS[tune]["lrs"],
-            "table": tuning_table(got[0]), "scores": scores, "at_edge": [s for s in scores if s["edge"]]}
+            "table": _tuning_markdown(scores), "scores": scores, "at_edge": [s for s in scores if s["edge"]]}
 
 
 _HEADINGS = {"paper reading": "the paper's readings", "paper claim": "the paper's claims",

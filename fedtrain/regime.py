@@ -52,7 +52,8 @@ from fedtrain.results import ResultsStore
 from fedtrain.sweep import expand_grid, run_sweep
 
 __all__ = ["CLIP_ONLY_EPS", "PRIVATE_EPS", "LR_PROBES", "CLIP_PROBES", "check_positive_grid",
-           "check_clip_only_eps", "CLIP_ONLY_SELECT_EPS", "clip_only_control", "probe_config", "controls", "probe_phases", "decompose", "noise_bound",
+           "check_clip_only_eps", "CLIP_ONLY_SELECT_EPS", "clip_only_control", "probe_config", "controls",
+           "probe_phases", "decompose", "noise_bound",
            "best_cells", "summary_rows", "choose", "PAPER_MAX_LR"]
 
 #: ε of the clip-only control: finite, so the same clipping at ``c`` runs, with a negligible noise multiplier.
