@@ -4,7 +4,7 @@
 * :data:`REAL_IMAGE_GRIDS`: the grids on real Fashion-MNIST, computed in the background and committed as they grow
   (``fedtrain.book_results.pack_grid``): the clipping-bound grids at the paper's MNIST clip c = 1, and the
   noise-bound grids at c = 8, each a tuning grid on a validation split (``*-tune``) and the grid it defines
-  (``*-tuned``: :func:`tuned_settings`);
+  (``*-tuned``: :func:`tuned_settings`), and the tuned grid's step controls (``*-steps``: :func:`step_controls`);
 * :func:`method_family`: the curve a run belongs to (IFCA → Local is IFCA-warm-started MR-MTL at λ = 0).
 """
 from __future__ import annotations
@@ -19,7 +19,8 @@ from fedtrain.paper import LAMBDA_GRID, LR_GRID
 from fedtrain.regime import clip_only_control
 from fedtrain.sweep import expand_grid
 
-__all__ = ["DEEP_FIGURES", "REAL_IMAGE_GRIDS", "deep_grid", "deep_grid_note", "method_family", "tuned_settings"]
+__all__ = ["DEEP_FIGURES", "REAL_IMAGE_GRIDS", "deep_grid", "deep_grid_note", "method_family", "step_controls",
+           "tuned_settings"]
 
 inf = math.inf
 
@@ -139,6 +140,18 @@ REAL_IMAGE_GRIDS.update({
                                 dataset_options={}, tuned_by="fig3d-fashion-tune", clip_only_eps=1e6,
                                 file="hetero-fashion-tuned"),
 })
+# ``*-steps``: the step controls of a tuned grid.  A tuned grid's run without DP takes the η tuned without DP, usually
+# larger than the private η, so "no DP → clip only" changes two things at once: the clipping and the step size.  A step
+# control is the tuned grid's run without DP of a clip-only control's method and λ, at the control's η (same mask ratio
+# and seed), wherever the two η differ (:func:`step_controls`): "no DP at the private η → clip only" is then the
+# clipping alone, and "no DP at its own η → no DP at the private η" what the smaller step costs
+# (``fedtrain.fig6_checks.grid_costs``).  A grid of its own, so that the tuned grid and its committed rows stay as
+# they are.
+for _tuned, _file in (("fig6-fashion-tuned", "rotated-masked-fashion-steps"),
+                      ("fig3d-fashion-tuned", "hetero-fashion-steps")):
+    REAL_IMAGE_GRIDS[_tuned.replace("-tuned", "-steps")] = dict(
+        {k: v for k, v in REAL_IMAGE_GRIDS[_tuned].items() if k != "clip_only_eps"}, eps=(inf,), steps_of=_tuned,
+        file=_file)
 DEEP_FIGURES.update({name: {"full": g, "reduced": g} for name, g in REAL_IMAGE_GRIDS.items()})
 
 
@@ -146,6 +159,26 @@ def method_family(config) -> str:
     """The curve a deep-chapter run belongs to: its method, except that IFCA-warm-started MR-MTL at λ = 0 is
     IFCA → Local (``"ifca-local"``)."""
     return "ifca-local" if config.method == "ifca-mrmtl" and config.lam == 0 else config.method
+
+
+def step_controls(configs, clip_only_eps: float) -> list:
+    """The step controls of a tuned grid's ``configs`` (with clip-only controls at ε = ``clip_only_eps``): for each
+    control, the grid's run without DP of the same method family, λ, data options and seed, at the control's η, where
+    that run's own η differs (none where the two η agree: the grid's run is its own step control).  In the order of
+    the controls.  ``ValueError`` if a control has no run without DP in ``configs``."""
+    sig = lambda c: (method_family(c), float(c.lam), int(c.seed), repr(sorted(c.dataset_options.items())))  # noqa: E731
+    nodp = {sig(c): c for c in configs if not isinstance(c.eps, tuple) and math.isinf(c.eps)}
+    out = []
+    for c in configs:
+        if isinstance(c.eps, tuple) or c.eps != clip_only_eps:
+            continue
+        base = nodp.get(sig(c))
+        if base is None:
+            raise ValueError(f"the clip-only control {c.method} lam={c.lam} seed={c.seed} {c.dataset_options} has no "
+                             f"run without DP in configs to take its η")
+        if base.lr != c.lr:
+            out.append(base.replace(lr=c.lr))
+    return out
 
 
 def tuned_settings(rows) -> tuple[dict, dict]:
@@ -184,6 +217,9 @@ def deep_grid_note(figure: str, *, full: bool | None = None) -> str:
         per = g["dataset_options"].get("train_per_silo")
         if "lrs" not in g:
             eta = f"η={g['lr']}"
+        elif "steps_of" in g:
+            eta = (f"clip C={g['clip']:g}, without DP at each clip-only control's η (the step controls of "
+                   f"{g['steps_of']})")
         elif "tuned_by" in g:
             eta = f"clip C={g['clip']:g}, η tuned per method on a validation split"
         else:
@@ -218,6 +254,9 @@ def deep_grid(figure: str, *, full: bool | None = None, tuning=None) -> list:
         raise ValueError(f"figure must be one of {', '.join(DEEP_FIGURES)} (got {figure!r})")
     full = full_scale() if full is None else bool(full)
     g = DEEP_FIGURES[figure]["full" if full else "reduced"]
+    if "steps_of" in g:  # a tuned grid's step controls
+        return step_controls(deep_grid(g["steps_of"], full=full, tuning=tuning),
+                             REAL_IMAGE_GRIDS[g["steps_of"]]["clip_only_eps"])
     lams = LAMBDA_GRID if g["lams"] == "paper" else tuple(g["lams"])
     reach = g.get("extra_lams", {})  # method -> ((mask ratio, ε, λ values), ...): cells whose λ grid reaches further
     if figure.startswith("fig6"):

@@ -95,6 +95,32 @@ def test_tuned_grid_takes_each_eta_from_its_tuning_grid_and_adds_the_clip_only_c
     assert all(c.clip == 8.0 and "validation" not in c.dataset_options for c in cs)
 
 
+def test_step_controls_repeat_the_grids_run_without_dp_at_each_clip_only_controls_eta():
+    from fedtrain.deep_grids import step_controls
+
+    # private runs best at η = 0.01, runs without DP at 0.3, except MR-MTL λ = 1 best at 0.3 with DP too
+    tune = _rows(deep_grid("fig6-fashion-tune"),
+                 lambda c: 0.5 + (0.1 if c.lr in (0.01, 0.3) else 0.0) - 0.01 * c.lam
+                 + (0.2 if c.method == "mrmtl" and c.lam == 1.0 and c.lr == 0.3 else 0.0))
+    tuned = deep_grid("fig6-fashion-tuned", tuning=tune)
+    ce = REAL_IMAGE_GRIDS["fig6-fashion-tuned"]["clip_only_eps"]
+    steps = deep_grid("fig6-fashion-steps", tuning=tune)
+    assert steps == step_controls(tuned, ce) and REAL_IMAGE_GRIDS["fig6-fashion-steps"]["eps"] == (math.inf,)
+    controls = [c for c in tuned if c.eps == ce]
+    by_sig = {(method_family(c), c.lam, c.seed, c.dataset_options["mask_ratio"]): c for c in controls}
+    # one per control whose η differs from its run without DP: MR-MTL's best is λ = 1 at η = 0.3 = its no-DP η
+    assert len(steps) == len(controls) - 6 and len({c.key() for c in steps}) == len(steps)
+    assert not any(c.method == "mrmtl" for c in steps) and by_sig[("mrmtl", 1.0, 0, 0.0)].lr == 0.3
+    nodp = {c.key(): c for c in tuned if math.isinf(c.eps)}
+    for s in steps:
+        control = by_sig[(method_family(s), s.lam, s.seed, s.dataset_options["mask_ratio"])]
+        assert math.isinf(s.eps) and s.lr == control.lr == 0.01
+        base = s.replace(lr=0.3)  # the grid's own run without DP, differing in η only
+        assert base.key() in nodp and s.key() not in nodp
+    with pytest.raises(ValueError, match="no run without DP"):
+        step_controls([c for c in tuned if not math.isinf(c.eps)], ce)
+
+
 def test_a_tuned_grid_is_undefined_until_its_tuning_grid_is_committed(tmp_path):
     import json
 
