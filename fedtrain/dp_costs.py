@@ -17,8 +17,14 @@ Two sources (:class:`DPCosts` records which):
   η); what the clipping-bound grids have;
 * :func:`fedtrain.fig6_checks.grid_costs`: a tuned grid's clip-only controls (one per method's best private
   configuration, at every mask ratio and seed), with the grid's own private and no-DP runs over the same seeds; the
-  no-DP run is the method at the same λ without DP, at the η tuned for no DP, so that the "clipping cost" there is
-  the cost of clipping and of the smaller η that noise asks for.
+  no-DP run is the method at the same λ without DP at the control's η (the grid's step control, ``*-steps`` of
+  :data:`fedtrain.deep_grids.REAL_IMAGE_GRIDS`), and the run without DP at the η tuned for no DP gives a fourth
+  number, ``nodp_tuned``:
+
+      step cost = acc(no DP, its own tuned η) − acc(no DP, the private η),
+
+  what the smaller step that the noise asks for costs.  Where the step control is not computed yet, the no-DP run is
+  the one at its own tuned η, and the "clipping cost" holds the step cost too.
 
 The accuracy is the test accuracy, a mean over silos; differences below about two binomial standard errors of the
 test set are not resolved (the probes: 2,000 test images, SE ≈ 0.011 each).
@@ -38,9 +44,10 @@ PROBES_FILE = Path(__file__).resolve().parents[1] / "benchmarks" / "regime_probe
 
 @dataclass(frozen=True)
 class DPCosts:
-    """One method's accuracy at one setting without DP (``nodp``), with clipping only (``clip_only``) and privately
-    (``private``, at ``eps``), as means over ``seeds`` seeds; ``label`` the method, ``setting`` the cell (e.g.
-    ``"mask 0.5"``), ``source`` where the three numbers come from."""
+    """One method's accuracy at one setting without DP (``nodp``, at the same η as the other two), with clipping only
+    (``clip_only``) and privately (``private``, at ``eps``), as means over ``seeds`` seeds; ``label`` the method,
+    ``setting`` the cell (e.g. ``"mask 0.5"``), ``source`` where the numbers come from; ``nodp_tuned``: without DP
+    at the η tuned for no DP, where that differs from the η of the other three and was run (else ``None``)."""
 
     label: str
     setting: str
@@ -50,6 +57,13 @@ class DPCosts:
     private: float
     seeds: int
     source: str
+    nodp_tuned: "float | None" = None
+
+    @property
+    def step_cost(self) -> "float | None":
+        """Accuracy lost to the smaller private η: no DP at its own tuned η − no DP at the private η (``None``
+        without ``nodp_tuned``)."""
+        return None if self.nodp_tuned is None else self.nodp_tuned - self.nodp
 
     @property
     def clip_cost(self) -> float:
@@ -68,8 +82,11 @@ class DPCosts:
 
     def text(self) -> str:
         """One line: ``"Local, mask 0.5, ε = 4: 0.688 → 0.493 → 0.406 (clipping 0.195, noise 0.087: clipping-bound)"``."""
-        return (f"{self.label}, {self.setting}, ε = {self.eps:g}: {self.nodp:.3f} → {self.clip_only:.3f} → {self.private:.3f} "
-                f"(clipping {self.clip_cost:.3f}, noise {self.noise_cost:.3f}: {self.limit}-bound)")
+        step = "" if self.nodp_tuned is None else f"{self.nodp_tuned:.3f} (no DP at its own η) → "
+        step_cost = "" if self.step_cost is None else f"smaller step {self.step_cost:.3f}, "
+        return (f"{self.label}, {self.setting}, ε = {self.eps:g}: {step}{self.nodp:.3f} → {self.clip_only:.3f} → "
+                f"{self.private:.3f} ({step_cost}clipping {self.clip_cost:.3f}, noise {self.noise_cost:.3f}: "
+                f"{self.limit}-bound)")
 
 
 def load_probes(path: "str | Path | None" = None) -> dict:
@@ -118,12 +135,19 @@ def every_probe(doc: "dict | None" = None) -> list[DPCosts]:
 
 
 def costs_table(costs: Sequence[DPCosts]) -> str:
-    """The costs as a Markdown table: method, cell, ε, no DP, clip only, private, the two costs, what limits."""
+    """The costs as a Markdown table: method, cell, ε, no DP, clip only, private, the two costs, what limits; where
+    any has ``nodp_tuned``, two more columns: no DP at its own η and the smaller step's cost ("—" where not run or
+    where the two η agree)."""
     if not costs:
         raise ValueError("costs must hold at least one DPCosts")
-    out = ["| method | cell | ε | no DP | clip only | private | clipping cost | noise cost | limited by | seeds |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+    steps = any(c.nodp_tuned is not None for c in costs)
+    head = ["method", "cell", "ε"] + (["no DP, own η"] if steps else []) + ["no DP", "clip only", "private"] + (
+        ["step cost"] if steps else []) + ["clipping cost", "noise cost", "limited by", "seeds"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in costs:
-        out.append(f"| {c.label} | {c.setting} | {c.eps:g} | {c.nodp:.3f} | {c.clip_only:.3f} | {c.private:.3f} | "
-                   f"{c.clip_cost:+.3f} | {c.noise_cost:+.3f} | {c.limit} | {c.seeds} |")
+        own = ([f"{c.nodp_tuned:.3f}" if c.nodp_tuned is not None else "—"] if steps else [])
+        step = ([f"{c.step_cost:+.3f}" if c.step_cost is not None else "—"] if steps else [])
+        cells = [c.label, c.setting, f"{c.eps:g}"] + own + [f"{c.nodp:.3f}", f"{c.clip_only:.3f}", f"{c.private:.3f}"] + (
+            step) + [f"{c.clip_cost:+.3f}", f"{c.noise_cost:+.3f}", c.limit, str(c.seeds)]
+        out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)

@@ -340,14 +340,20 @@ def fig6_status(rows: Iterable["RunResult"], configs: Sequence["RunConfig"], eps
     return out
 
 
-def grid_costs(rows: Iterable["RunResult"], clip_only_eps: float) -> list[DPCosts]:
+def grid_costs(rows: Iterable["RunResult"], clip_only_eps: float, steps: Iterable["RunResult"] = ()) -> list[DPCosts]:
     """What DP costs each method of a tuned grid (``*-tuned`` of :data:`fedtrain.deep_grids.REAL_IMAGE_GRIDS`), from its
     clip-only controls (:mod:`fedtrain.dp_costs`): for every control run (ε = ``clip_only_eps``: a method's best
     private configuration on the validation split, same λ, η and clip, negligible noise) the grid's run of the same
-    configuration at each private ε and the method's run at the same λ without DP (at its η tuned for no DP), in
-    the same mask ratio and seed.  Averaged over the seeds whose three runs are all in ``rows`` (a partial grid gives
-    what its complete seeds allow; a control whose seeds are all incomplete gives nothing).  One :class:`DPCosts` per
-    method, λ, η, mask ratio and private ε, in the order of :data:`FAMILIES` (then other methods), mask, ε."""
+    configuration at each private ε and the method's run at the same λ without DP, in the same mask ratio and seed.
+
+    The run without DP is at the control's η: the grid's own where its η tuned for no DP is the same, else the step
+    control in ``steps`` (rows of the grid's ``*-steps`` grid, :func:`fedtrain.deep_grids.step_controls`), and then
+    the grid's own run gives ``nodp_tuned`` (the smaller step's cost).  Where the step control is not in ``steps``
+    (yet), the grid's own run at its own η stands in, and its "clipping cost" holds the smaller step's cost too (the
+    :class:`DPCosts` has no ``nodp_tuned``).  Averaged over the seeds whose runs are all in ``rows`` (and, where any
+    seed of a cell has its step control, over those seeds only: one kind of number a cell); a partial grid gives what
+    its complete seeds allow.  One :class:`DPCosts` per method, λ, η, mask ratio and private ε, in the order of
+    :data:`FAMILIES` (then other methods), mask, ε."""
     rows = [r for r in rows if not getattr(r, "diverged", False)]
     sig = lambda c: (method_family(c), float(c.lam), int(c.seed), _mask(c))  # noqa: E731
     private: dict = {}
@@ -358,26 +364,40 @@ def grid_costs(rows: Iterable["RunResult"], clip_only_eps: float) -> list[DPCost
             nodp[sig(c)] = r
         elif c.eps != clip_only_eps:
             private[(sig(c), float(c.lr), float(c.eps))] = r
+    same_eta = {(sig(r.config), float(r.config.lr)): r for r in steps
+                if not getattr(r, "diverged", False) and math.isinf(r.config.eps)}
     eps_values = sorted({e for (_, _, e) in private})
     cells: dict = {}
     for r in rows:
         c = r.config
         if c.eps != clip_only_eps or sig(c) not in nodp:
             continue
+        own = nodp[sig(c)]
+        step = same_eta.get((sig(c), float(c.lr)))
+        if float(own.config.lr) == float(c.lr):
+            base, tuned = own.test_metric, None
+        elif step is not None:
+            base, tuned = step.test_metric, own.test_metric
+        else:
+            base, tuned = own.test_metric, None
         for e in eps_values:
             p = private.get((sig(c), float(c.lr), e))
             if p is not None:
                 key = (method_family(c), _mask(c), float(c.lam), float(c.lr), e)
-                cells.setdefault(key, []).append((nodp[sig(c)].test_metric, r.test_metric, p.test_metric))
+                cells.setdefault(key, []).append((base, r.test_metric, p.test_metric, tuned))
     order = {f: i for i, f in enumerate(FAMILIES)}
     masked = any("mask_ratio" in r.config.dataset_options for r in rows)
     out = []
     for (fam, mask, lam, lr, e), v in sorted(cells.items(), key=lambda kv: (order.get(kv[0][0], len(order)),
                                                                             kv[0][0], *kv[0][1:])):
+        if any(x[3] is not None for x in v):
+            v = [x for x in v if x[3] is not None]
         lam_text = f"λ = {lam:g}, " if lam > 0 else ""
+        mean = [sum(x[i] for x in v) / len(v) for i in range(3)]
+        tuned = sum(x[3] for x in v) / len(v) if v[0][3] is not None else None
         out.append(DPCosts(f"{family_label(fam)} ({lam_text}η = {lr:g})", f"mask {mask:g}" if masked else "all silos",
-                           e, *(sum(x[i] for x in v) / len(v) for i in range(3)), len(v),
-                           f"the grid's clip-only controls at ε = {clip_only_eps:g}"))
+                           e, *mean, len(v), f"the grid's clip-only controls at ε = {clip_only_eps:g}"
+                           + (" and its step controls" if tuned is not None else ""), nodp_tuned=tuned))
     return out
 
 
@@ -412,13 +432,18 @@ def shown_grid(store: Any, figure: str) -> dict:
     noise-bound tuned grid where its committed rows hold a complete block (a whole seed of a mask ratio and privacy
     level: :func:`complete_blocks`), else the clipping-bound grid.  Returns ``{"grid", "regime"
     ("noise-bound"/"clipping-bound"), "rows", "configs", "clip_only_eps" (``None`` without controls), "tuned"
-    (the tuned grid's name), "tuned_rows" (its committed rows, possibly empty), "tuned_committed" (bool)}``."""
+    (the tuned grid's name), "tuned_rows" (its committed rows, possibly empty), "tuned_committed" (bool), "steps" (the
+    tuned grid's step-control grid, ``*-steps``), "step_rows" (its committed rows, possibly empty: for
+    :func:`grid_costs`), "step_runs" (its size)}``."""
     if figure not in CHAPTER_GRIDS:
         raise ValueError(f"figure must be one of {', '.join(map(repr, CHAPTER_GRIDS))} (got {figure!r})")
     tuned, contrast = CHAPTER_GRIDS[figure]
     got = committed_grid(store, tuned)
     spec = REAL_IMAGE_GRIDS[tuned]
-    out = {"tuned": tuned, "tuned_rows": got[0] if got else [], "tuned_committed": got is not None}
+    steps = next(g for g, s in REAL_IMAGE_GRIDS.items() if s.get("steps_of") == tuned)
+    got_steps = committed_grid(store, steps)
+    out = {"tuned": tuned, "tuned_rows": got[0] if got else [], "tuned_committed": got is not None, "steps": steps,
+           "step_rows": got_steps[0] if got_steps else [], "step_runs": len(got_steps[1]) if got_steps else None}
     if got is not None and any(complete_blocks(got[0], got[1], e)[0] for e in spec["eps"]):
         return {**out, "grid": tuned, "regime": "noise-bound", "rows": got[0], "configs": got[1],
                 "clip_only_eps": float(spec["clip_only_eps"])}

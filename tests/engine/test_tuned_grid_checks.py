@@ -90,6 +90,44 @@ def test_grid_costs_decompose_every_method_on_complete_seeds_only():
     assert grid_costs([r for r in rows if r.config.eps != CLIP_ONLY], CLIP_ONLY) == []
 
 
+def test_grid_costs_take_the_run_without_dp_at_the_private_eta_from_the_step_controls():
+    from fedtrain.deep_grids import step_controls
+    from fedtrain.dp_costs import costs_table
+
+    steps = step_controls(FIG6, CLIP_ONLY)  # private η 0.01, without DP 0.3: every control has a step control
+    assert len(steps) == 36 and {c.lr for c in steps} == {0.01}
+    rows = [_row(c, _fig6_acc(c)) for c in FIG6]
+    # planted: without DP at the private η 0.71, so the smaller step costs 0.04 and clipping only 0.01
+    step_rows = [_row(c, 0.71 + (0.002 if c.seed else -0.002)) for c in steps]
+    costs = grid_costs(rows, CLIP_ONLY, step_rows)
+    assert len(costs) == 18 and all(d.seeds == 2 for d in costs)
+    for d in costs:
+        assert math.isclose(d.nodp, 0.71) and math.isclose(d.nodp_tuned, 0.75) and math.isclose(d.step_cost, 0.04)
+        assert math.isclose(d.clip_cost, 0.01) and d.limit == "noise" and "step controls" in d.source
+        assert "0.750 (no DP at its own η) → 0.710 → 0.700" in d.text()
+    assert "| no DP, own η |" in costs_table(costs) and "| step cost |" in costs_table(costs)
+    # without the step controls: the run at its own η stands in, its clipping cost holding the step's
+    plain = grid_costs(rows, CLIP_ONLY)
+    assert all(d.nodp_tuned is None and d.step_cost is None and math.isclose(d.clip_cost, 0.05) for d in plain)
+    assert "step cost" not in costs_table(plain)
+    # planted away: the step costs nothing and clipping 0.20 -> clipping-bound even with the step controls
+    flat = grid_costs(rows, CLIP_ONLY, [_row(c, 0.90) for c in steps])
+    assert {d.limit for d in flat} == {"clipping"}
+    # a cell with the step control on one seed only reads that seed, not a mix of the two kinds
+    one = grid_costs(rows, CLIP_ONLY, [r for r in step_rows if r.config.seed == 0])
+    assert all(d.seeds == 1 and math.isclose(d.nodp, 0.708) and math.isclose(d.nodp_tuned, 0.748) for d in one)
+
+
+def test_where_the_private_and_the_tuned_eta_agree_the_grids_own_run_is_the_step_control():
+    from fedtrain.deep_grids import step_controls
+
+    tune = [_row(c, 0.5 + (0.05 if c.lr == 0.3 else 0.0)) for c in deep_grid("fig3d-fashion-tune")]
+    grid = deep_grid("fig3d-fashion-tuned", tuning=tune)  # η = 0.3 with and without DP
+    assert step_controls(grid, CLIP_ONLY) == []
+    costs = grid_costs([_row(c, 0.6 if math.isinf(c.eps) else 0.5) for c in grid], CLIP_ONLY)
+    assert costs and all(d.nodp_tuned is None and math.isclose(d.clip_cost, 0.1) for d in costs)
+
+
 def test_fig3d_tuned_leaves_its_controls_out_of_the_privacy_levels_and_decomposes_at_every_eps():
     def acc(c):
         base = {"Local": 0.70, "FedAvg": 0.55, "Finetune": 0.72, "MR-MTL": 0.70, "IFCA": 0.6}[fig3d_kind(c)]
