@@ -246,11 +246,16 @@ def test_the_tuning_table_marks_a_choice_at_the_edge_of_the_bracket():
 def test_both_tuning_grids_run_the_paper_eta_grid_up_to_its_top_under_dp():
     from fedtrain.regime import PAPER_MAX_LR
 
-    for name, configurations in (("fig6-fashion-tune", 10), ("fig3d-fashion-tune", 7)):
+    for name, configurations, beyond in (("fig6-fashion-tune", 10, 0), ("fig3d-fashion-tune", 7, 3)):
         tune = deep_grid(name)
-        private = {c.lr for c in tune if math.isfinite(c.eps)}
-        assert private == {0.01, 0.03, 0.1, 0.3} and max(private) == PAPER_MAX_LR
-        assert {c.lr for c in tune if math.isinf(c.eps)} == {0.1, 0.3} and len(tune) == configurations * (4 + 2)
+        inside = {c.lr for c in tune if math.isfinite(c.eps) and c.lr <= PAPER_MAX_LR}
+        assert inside == {0.01, 0.03, 0.1, 0.3} and max(inside) == PAPER_MAX_LR
+        assert {c.lr for c in tune if math.isinf(c.eps)} == {0.1, 0.3}
+        assert len(tune) == configurations * (4 + 2) + beyond
+        # beyond the paper's grid only where a private choice sat at its top: Fig. 3(d)'s FedAvg, Finetune, IFCA at 1
+        assert sorted(c.method for c in tune if c.lr > PAPER_MAX_LR) == (["fedavg", "finetune", "ifca"] if beyond
+                                                                        else [])
+        assert all(math.isfinite(c.eps) and c.lr == 1.0 for c in tune if c.lr > PAPER_MAX_LR)
 
 
 def test_the_tuning_report_reads_the_committed_tuning_grid(monkeypatch):

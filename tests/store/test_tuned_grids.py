@@ -52,11 +52,13 @@ def test_tuning_grid_runs_every_configuration_at_each_eta_of_its_privacy_on_the_
     for name, methods in (("fig6-fashion-tune", 10), ("fig3d-fashion-tune", 7)):
         g = REAL_IMAGE_GRIDS[name]
         cs = deep_grid(name)
-        assert len(cs) == methods * (len(g["lrs"]["private"]) + len(g["lrs"]["nonprivate"]))  # ε = 4 and no DP
+        beyond = sum(len(v) for v in g.get("extra_lrs", {}).values())  # private runs past the bracket's top
+        assert len(cs) == methods * (len(g["lrs"]["private"]) + len(g["lrs"]["nonprivate"])) + beyond
         assert len({c.key() for c in cs}) == len(cs)
         for c in cs:
             assert c.clip == 8.0 and c.dataset_options["validation"] == 0.2
-            assert c.lr in g["lrs"]["private" if math.isfinite(c.eps) else "nonprivate"]
+            assert c.lr in g["lrs"]["private" if math.isfinite(c.eps) else "nonprivate"] + (
+                g.get("extra_lrs", {}).get(c.method, ()) if math.isfinite(c.eps) else ())
             if "select_every" in g and c.method in ("ifca", "ifca-mrmtl"):
                 assert c.options.select_every == 2
     assert {c.delta for c in deep_grid("fig3d-fashion-tune")} == {1e-4}  # the paper's Fig. 3(d) setting (App. C.4)
