@@ -194,6 +194,28 @@ def test_a_figure_shows_the_clipping_bound_grid_until_its_tuned_grid_is_committe
         shown_grid(empty, "fig5")
 
 
+def test_a_figure_reads_its_step_controls_once_their_grid_is_committed(monkeypatch):
+    import fedtrain.fig6_checks as f6
+    from fedtrain.deep_grids import step_controls
+
+    steps = step_controls(FIG6, CLIP_ONLY)
+    rows = [_row(c, _fig6_acc(c)) for c in FIG6 if c.seed == 0 and _mask(c) == 0.0]
+    step_rows = [_row(c, 0.71) for c in steps if c.seed == 0 and _mask(c) == 0.0]
+    files = {"rotated-masked-fashion-tuned.json.gz": {"grid": "fig6-fashion-tuned"},
+             "rotated-masked-fashion-tune.json.gz": {"grid": "fig6-fashion-tune", "missing": 0}}
+    monkeypatch.setattr(f6, "grid_configs", lambda grid, root=None, store=None: steps if "steps" in grid else FIG6)
+    monkeypatch.setattr(f6, "grid_rows", lambda store, grid, configs=None: store.grid_rows(grid))
+    store = SimpleNamespace(manifest={"files": files}, root=None,
+                            grid_rows=lambda grid: step_rows if "steps" in grid else rows)
+    g = f6.shown_grid(store, "fig6")  # the step grid not committed: none read, its size unknown
+    assert (g["steps"], g["step_rows"], g["step_runs"]) == ("fig6-fashion-steps", [], None)
+    files["rotated-masked-fashion-steps.json.gz"] = {"grid": "fig6-fashion-steps"}
+    g = f6.shown_grid(store, "fig6")
+    assert g["step_rows"] == step_rows and g["step_runs"] == len(steps) == 36
+    costs = grid_costs(g["rows"], g["clip_only_eps"], g["step_rows"])
+    assert len(costs) == 6 and all(math.isclose(d.step_cost, 0.75 - 0.002 - 0.71) for d in costs)
+
+
 def test_a_figure_shows_the_tuned_grid_once_a_whole_seed_of_it_is_committed(monkeypatch):
     import fedtrain.fig6_checks as f6
 
