@@ -20,8 +20,9 @@ MR-MTL and of the warm-started MR-MTL must be *located*.  λ interpolates betwee
 reading of λ, Fig. 5): λ = 0 is Local (for the warm-started MR-MTL, IFCA → Local) and λ → ∞ pins every silo to the
 centre, FedAvg (for the warm-started MR-MTL, IFCA).  A best λ strictly inside the λ grid is located; so is a best
 that is one of the two ends (the end's run is at least as good as every λ > 0 of the grid: no λ > 0 helps, or
-every λ pulls too little).  A best λ on the grid's smallest or largest value that beats the end beyond it is not:
-the optimum may lie between them, outside the grid, and the grid must reach further there.
+every λ pulls too little).  A best λ on the grid's smallest or largest value that beats the end beyond it by more
+than the margin below is not (it fails): the optimum may lie between them, outside the grid, and the grid must reach
+further there; by less than the margin it is a tie, as a reading is.
 
 Comparisons are made in standard errors (SE) over seeds, SE of the difference, with the margin
 ``m = max(tol, 2 SE)`` (:func:`fedtrain.claim_check.margin`; with one seed the stated accuracy margin ``tol``).  A
@@ -223,32 +224,40 @@ def _check_c(t: dict, ratios: Sequence[float], tol: float) -> ClaimCheck:
                       + f" (margin {m:.3f})")
 
 
-def locate_lambda(cell: dict, low: tuple[str, dict], high: tuple[str, dict]) -> tuple[bool, str]:
-    """Whether the best λ of a λ profile is located (the module docstring's check (d)), and the numbers.
+def locate_lambda(cell: dict, low: tuple[str, dict], high: tuple[str, dict], tol: float = 0.01) -> tuple[str, str]:
+    """Whether the best λ of a λ profile is located (the module docstring's check (d)): ``(verdict, text)``.
 
     ``cell``: the profile's cell (its best over the λ grid > 0 is ``cell["grid"]`` where :func:`fold_lambda_ends`
-    made it, else ``cell`` itself: ``lam``, ``mean``; ``lams`` the λ grid > 0); ``low``/``high``: the names and best
-    cells of the runs at its ends, λ = 0 and λ → ∞ (:data:`LAMBDA_ENDS`).  Located: the grid's best λ lies strictly
-    inside the grid, or it is the grid's smallest (largest) λ and the λ = 0 (λ → ∞) end is at least as good."""
+    made it, else ``cell`` itself: ``lam``, ``mean``, ``std``, ``n``; ``lams`` the λ grid > 0); ``low``/``high``: the
+    names and best cells of the runs at its ends, λ = 0 and λ → ∞ (:data:`LAMBDA_ENDS`).  :data:`HOLDS` (located):
+    the grid's best λ lies strictly inside the grid, or it is the grid's smallest (largest) λ and the λ = 0 (λ → ∞)
+    end is at least as good.  Where the grid's edge beats the end beyond it: :data:`FAILS` by more than the margin
+    (``max(tol, 2 SE)`` of the difference, :func:`fedtrain.claim_check.margin`: the grid must reach further there),
+    :data:`TIE` within it (the data cannot tell whether the optimum lies beyond the grid)."""
     grid = cell.get("grid", cell)
     lam, lams = grid["lam"], cell["lams"]
     if min(lams) < lam < max(lams):
-        return True, f"λ = {lam:g}"
+        return HOLDS, f"λ = {lam:g}"
     (name, end), side = (low, "λ = 0") if lam == min(lams) else (high, "λ → ∞")
     if end["mean"] >= grid["mean"]:
-        return True, f"{side} ({name} {end['mean']:.3f} ≥ λ = {lam:g}'s {grid['mean']:.3f})"
-    return False, (f"λ = {lam:g}, the grid's {'smallest' if lam == min(lams) else 'largest'} of {list(lams)}, beats "
-                   f"{side} ({name}): {grid['mean']:.3f} vs {end['mean']:.3f}")
+        return HOLDS, f"{side} ({name} {end['mean']:.3f} ≥ λ = {lam:g}'s {grid['mean']:.3f})"
+    gap = grid["mean"] - end["mean"]
+    m = _margin(grid, end, tol)
+    verdict_ = FAILS if gap > m else TIE
+    return verdict_, (f"λ = {lam:g}, the grid's {'smallest' if lam == min(lams) else 'largest'} of {list(lams)}, "
+                      f"beats {side} ({name}): {grid['mean']:.3f} vs {end['mean']:.3f} (difference {gap:+.3f}, "
+                      f"margin {m:.3f}{'' if verdict_ == FAILS else ': within it, a tie'})")
 
 
-def _check_d(t: dict, ratios: Sequence[float]) -> ClaimCheck:
-    unlocated, located = [], []
+def _check_d(t: dict, ratios: Sequence[float], tol: float = 0.01) -> ClaimCheck:
+    found: dict = {HOLDS: [], TIE: [], FAILS: []}
     for kind, (low, high) in LAMBDA_ENDS.items():
         for r in ratios:
-            ok, text = locate_lambda(t[(kind, r)], (low, t[(low, r)]), (high, t[(high, r)]))
-            (located if ok else unlocated).append(f"{kind} at mask {r:g}: {text}")
-    return ClaimCheck(NAME_D, FAILS if unlocated else HOLDS,
-                      "; ".join(unlocated) if unlocated else "located: " + "; ".join(located), GRID_CHECK)
+            v, text = locate_lambda(t[(kind, r)], (low, t[(low, r)]), (high, t[(high, r)]), tol)
+            found[v].append(f"{kind} at mask {r:g}: {text}")
+    v = FAILS if found[FAILS] else TIE if found[TIE] else HOLDS
+    detail = "; ".join(found[FAILS] + found[TIE]) if v != HOLDS else "located: " + "; ".join(found[HOLDS])
+    return ClaimCheck(NAME_D, v, detail, GRID_CHECK)
 
 
 def fig6_checks(rows: Iterable["RunResult"], eps: float, *, tol: float = 0.01) -> list[ClaimCheck]:
@@ -266,7 +275,7 @@ def fig6_checks(rows: Iterable["RunResult"], eps: float, *, tol: float = 0.01) -
     if len(ratios) < 2:
         raise ValueError(f"Fig. 6's checks need at least two mask ratios (got {list(ratios)})")
     return (_checks_a(t, ratios[0], tol) + [_check_b(t, r, tol) for r in ratios[1:]]
-            + [_check_c(t, ratios, tol), _check_d(t, ratios)])
+            + [_check_c(t, ratios, tol), _check_d(t, ratios, tol)])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -330,7 +339,7 @@ def fig6_status(rows: Iterable["RunResult"], configs: Sequence["RunConfig"], eps
     else:
         out.append(ClaimCheck(_name_c(r0, r_max), PENDING, pending_detail([r0, r_max])))
     if done:
-        d = _check_d(t, done)
+        d = _check_d(t, done, tol)
         rest = [r for r in ratios if r not in done]
         detail = d.detail + (f" (on mask {', '.join(f'{r:g}' for r in done)}; mask "
                              f"{', '.join(f'{r:g}' for r in rest)} pending)" if rest else "")

@@ -154,3 +154,16 @@ def test_a_best_lambda_at_the_grids_bottom_is_located_when_local_is_at_least_as_
 
     for checks in fig3d_status(_rows(plant), GRID).values():
         assert checks[2].verdict == HOLDS and checks[2].detail.startswith("λ = 0 (Local"), checks[2].detail
+
+
+@pytest.mark.parametrize("gap, want", [(0.004, TIE), (0.03, FAILS)])
+def test_a_best_lambda_at_the_grids_bottom_beating_local_within_the_margin_is_a_tie(gap, want):
+    """MR-MTL falling in λ, its grid's smallest λ ``gap`` above Local: within the margin (0.01 here) the grid check
+    cannot tell whether the optimum lies below the grid (a tie), beyond it the grid must reach further (fails)."""
+    def plant(kind, eps, lam):
+        if kind == "MR-MTL":
+            return paper_like("Local", eps, 0.0) + gap - 0.01 * lam
+        return paper_like(kind, eps, lam)
+
+    for checks in fig3d_status(_rows(plant), GRID).values():
+        assert checks[2].verdict == want and "beats λ = 0 (Local)" in checks[2].detail, checks[2].detail
