@@ -82,8 +82,9 @@ class DPCosts:
 
     def text(self) -> str:
         """One line: ``"Local, mask 0.5, ε = 4: 0.688 → 0.493 → 0.406 (clipping 0.195, noise 0.087: clipping-bound)"``."""
-        step = "" if self.nodp_tuned is None else f"{self.nodp_tuned:.3f} (no DP at its own η) → "
-        step_cost = "" if self.step_cost is None else f"smaller step {self.step_cost:.3f}, "
+        moved = self.nodp_tuned is not None and self.nodp_tuned != self.nodp  # a step control at a smaller η
+        step = f"{self.nodp_tuned:.3f} (no DP at its own η) → " if moved else ""
+        step_cost = f"smaller step {self.step_cost:.3f}, " if moved else ""
         return (f"{self.label}, {self.setting}, ε = {self.eps:g}: {step}{self.nodp:.3f} → {self.clip_only:.3f} → "
                 f"{self.private:.3f} ({step_cost}clipping {self.clip_cost:.3f}, noise {self.noise_cost:.3f}: "
                 f"{self.limit}-bound)")
@@ -136,8 +137,8 @@ def every_probe(doc: "dict | None" = None) -> list[DPCosts]:
 
 def costs_table(costs: Sequence[DPCosts]) -> str:
     """The costs as a Markdown table: method, cell, ε, no DP, clip only, private, the two costs, what limits; where
-    any has ``nodp_tuned``, two more columns: no DP at its own η and the smaller step's cost ("—" where not run or
-    where the two η agree)."""
+    any has ``nodp_tuned``, two more columns: no DP at its own η and the smaller step's cost ("—" where its step
+    control is not run yet; "0 (same η)" where the η without DP is the private one)."""
     if not costs:
         raise ValueError("costs must hold at least one DPCosts")
     steps = any(c.nodp_tuned is not None for c in costs)
@@ -146,7 +147,8 @@ def costs_table(costs: Sequence[DPCosts]) -> str:
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in costs:
         own = ([f"{c.nodp_tuned:.3f}" if c.nodp_tuned is not None else "—"] if steps else [])
-        step = ([f"{c.step_cost:+.3f}" if c.step_cost is not None else "—"] if steps else [])
+        step = ([("0 (same η)" if c.step_cost == 0 else f"{c.step_cost:+.3f}") if c.step_cost is not None else "—"]
+                if steps else [])
         cells = [c.label, c.setting, f"{c.eps:g}"] + own + [f"{c.nodp:.3f}", f"{c.clip_only:.3f}", f"{c.private:.3f}"] + (
             step) + [f"{c.clip_cost:+.3f}", f"{c.noise_cost:+.3f}", c.limit, str(c.seeds)]
         out.append("| " + " | ".join(cells) + " |")

@@ -355,9 +355,10 @@ def grid_costs(rows: Iterable["RunResult"], clip_only_eps: float, steps: Iterabl
     private configuration on the validation split, same λ, η and clip, negligible noise) the grid's run of the same
     configuration at each private ε and the method's run at the same λ without DP, in the same mask ratio and seed.
 
-    The run without DP is at the control's η: the grid's own where its η tuned for no DP is the same, else the step
-    control in ``steps`` (rows of the grid's ``*-steps`` grid, :func:`fedtrain.deep_grids.step_controls`), and then
-    the grid's own run gives ``nodp_tuned`` (the smaller step's cost).  Where the step control is not in ``steps``
+    The run without DP is at the control's η: the grid's own where its η tuned for no DP is the same (then
+    ``nodp_tuned`` is the same number: the step costs nothing), else the step control in ``steps`` (rows of the grid's
+    ``*-steps`` grid, :func:`fedtrain.deep_grids.step_controls`), and then the grid's own run gives ``nodp_tuned``
+    (the smaller step's cost).  Where the step control is not in ``steps``
     (yet), the grid's own run at its own η stands in, and its "clipping cost" holds the smaller step's cost too (the
     :class:`DPCosts` has no ``nodp_tuned``).  Averaged over the seeds whose runs are all in ``rows`` (and, where any
     seed of a cell has its step control, over those seeds only: one kind of number a cell); a partial grid gives what
@@ -383,8 +384,8 @@ def grid_costs(rows: Iterable["RunResult"], clip_only_eps: float, steps: Iterabl
             continue
         own = nodp[sig(c)]
         step = same_eta.get((sig(c), float(c.lr)))
-        if float(own.config.lr) == float(c.lr):
-            base, tuned = own.test_metric, None
+        if float(own.config.lr) == float(c.lr):  # its own η is the private η: no smaller step
+            base, tuned = own.test_metric, own.test_metric
         elif step is not None:
             base, tuned = step.test_metric, own.test_metric
         else:

@@ -120,12 +120,14 @@ def test_grid_costs_take_the_run_without_dp_at_the_private_eta_from_the_step_con
 
 def test_where_the_private_and_the_tuned_eta_agree_the_grids_own_run_is_the_step_control():
     from fedtrain.deep_grids import step_controls
+    from fedtrain.dp_costs import costs_table
 
     tune = [_row(c, 0.5 + (0.05 if c.lr == 0.3 else 0.0)) for c in deep_grid("fig3d-fashion-tune")]
     grid = deep_grid("fig3d-fashion-tuned", tuning=tune)  # η = 0.3 with and without DP
     assert step_controls(grid, CLIP_ONLY) == []
     costs = grid_costs([_row(c, 0.6 if math.isinf(c.eps) else 0.5) for c in grid], CLIP_ONLY)
-    assert costs and all(d.nodp_tuned is None and math.isclose(d.clip_cost, 0.1) for d in costs)
+    assert costs and all(d.nodp_tuned == d.nodp and d.step_cost == 0 and math.isclose(d.clip_cost, 0.1) for d in costs)
+    assert "(no DP at its own η)" not in costs[0].text() and "| 0 (same η) |" in costs_table(costs)
 
 
 def test_fig3d_tuned_leaves_its_controls_out_of_the_privacy_levels_and_decomposes_at_every_eps():
