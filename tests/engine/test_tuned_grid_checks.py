@@ -105,7 +105,8 @@ def test_grid_costs_take_the_run_without_dp_at_the_private_eta_from_the_step_con
         assert math.isclose(d.nodp, 0.71) and math.isclose(d.nodp_tuned, 0.75) and math.isclose(d.step_cost, 0.04)
         assert math.isclose(d.clip_cost, 0.01) and d.limit == "noise" and "step controls" in d.source
         assert "0.750 (no DP at its own η) → 0.710 → 0.700" in d.text()
-    assert "| no DP, own η |" in costs_table(costs) and "| step cost |" in costs_table(costs)
+    assert "| no DP at the private η |" in costs_table(costs) and "| step cost |" in costs_table(costs)
+    assert "| +0.040 | +0.010 | +0.150 | noise |" in costs_table(costs)  # step, clipping, noise (MR-MTL: +0.03)
     # without the step controls: the run at its own η stands in, its clipping cost holding the step's
     plain = grid_costs(rows, CLIP_ONLY)
     assert all(d.nodp_tuned is None and d.step_cost is None and math.isclose(d.clip_cost, 0.05) for d in plain)
