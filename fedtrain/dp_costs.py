@@ -136,20 +136,20 @@ def every_probe(doc: "dict | None" = None) -> list[DPCosts]:
 
 
 def costs_table(costs: Sequence[DPCosts]) -> str:
-    """The costs as a Markdown table: method, cell (and seeds), ε, no DP, clip only, private, the clipping and the
+    """The costs as a Markdown table: method, cell (with its ε and seeds), no DP, clip only, private, the clipping and the
     noise costs, what limits; where any has ``nodp_tuned``, the "no DP" column is at the private η and a column
     "step cost" comes before the clipping cost ("—" where its step control is not run yet, the "no DP" run then at
     its own η; "0 (same η)" where the η without DP is the private one)."""
     if not costs:
         raise ValueError("costs must hold at least one DPCosts")
     steps = any(c.nodp_tuned is not None for c in costs)
-    head = ["method", "cell", "ε", "no DP at the private η" if steps else "no DP", "clip only", "private"] + (
+    head = ["method", "cell", "no DP at the private η" if steps else "no DP", "clip only", "private"] + (
         ["step cost"] if steps else []) + ["clipping cost", "noise cost", "limited by"]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in costs:
         step = ([("0 (same η)" if c.step_cost == 0 else f"{c.step_cost:+.3f}") if c.step_cost is not None else "—"]
                 if steps else [])
-        cells = [c.label, f"{c.setting}, {c.seeds} seed{'s' if c.seeds != 1 else ''}", f"{c.eps:g}", f"{c.nodp:.3f}",
+        cells = [c.label, f"{c.setting}, ε = {c.eps:g}, {c.seeds} seed{'s' if c.seeds != 1 else ''}", f"{c.nodp:.3f}",
                  f"{c.clip_only:.3f}", f"{c.private:.3f}"] + step + [f"{c.clip_cost:+.3f}", f"{c.noise_cost:+.3f}",
                                                                    c.limit]
         out.append("| " + " | ".join(cells) + " |")

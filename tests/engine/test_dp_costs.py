@@ -28,7 +28,7 @@ def test_limit_follows_the_larger_cost_and_the_table_shows_it():
     d = DPCosts("Local", "mask 0", 4.0, 0.7, 0.6, 0.3, 2, "planted")
     assert d.limit == "noise" and "noise-bound" in d.text()
     e = DPCosts("Local", "mask 0", 4.0, 0.7, 0.4, 0.35, 2, "planted")
-    assert e.limit == "clipping" and "| mask 0, 2 seeds |" in costs_table([d, e]) and costs_table([d, e]).endswith("| clipping |")
+    assert e.limit == "clipping" and "| mask 0, ε = 4, 2 seeds |" in costs_table([d, e]) and costs_table([d, e]).endswith("| clipping |")
 
 
 def test_bad_input_names_the_file_and_the_setting(tmp_path):
