@@ -125,8 +125,8 @@ def _checks(t: dict, eps: float, tol: float) -> list[ClaimCheck]:
     out.append(ClaimCheck(CHECKS[1], verdict(ft["mean"] - loc["mean"], m),
                           f"{_FINETUNE} {_fmt(ft)} vs {_LOCAL} {_fmt(loc)} (difference "
                           f"{ft['mean'] - loc['mean']:+.3f}, margin {m:.3f})", CHECK_KINDS[1]))
-    located, text = locate_lambda(mr, (_LOCAL, c(_LOCAL)), (_FEDAVG, c(_FEDAVG)), tol)
-    out.append(ClaimCheck(CHECKS[2], located, text, CHECK_KINDS[2]))
+    where, text = locate_lambda(mr, (_LOCAL, c(_LOCAL)), (_FEDAVG, c(_FEDAVG)), tol)
+    out.append(ClaimCheck(CHECKS[2], where, text, CHECK_KINDS[2]))
     return out
 
 

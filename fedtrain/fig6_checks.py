@@ -249,7 +249,7 @@ def locate_lambda(cell: dict, low: tuple[str, dict], high: tuple[str, dict], tol
                       f"margin {m:.3f}{'' if verdict_ == FAILS else ': within it, a tie'})")
 
 
-def _check_d(t: dict, ratios: Sequence[float], tol: float = 0.01) -> ClaimCheck:
+def _check_d(t: dict, ratios: Sequence[float], tol: float) -> ClaimCheck:
     found: dict = {HOLDS: [], TIE: [], FAILS: []}
     for kind, (low, high) in LAMBDA_ENDS.items():
         for r in ratios:
