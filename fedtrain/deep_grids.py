@@ -164,18 +164,24 @@ def method_family(config) -> str:
     return "ifca-local" if config.method == "ifca-mrmtl" and config.lam == 0 else config.method
 
 
+def control_key(config) -> tuple:
+    """What a control run shares with the runs it controls: method family (:func:`method_family`), λ, seed and
+    data options (mask ratio), but not η or ε."""
+    return (method_family(config), float(config.lam), int(config.seed),
+            repr(sorted(config.dataset_options.items())))
+
+
 def step_controls(configs, clip_only_eps: float) -> list:
     """The step controls of a tuned grid's ``configs`` (with clip-only controls at ε = ``clip_only_eps``): for each
     control, the grid's run without DP of the same method family, λ, data options and seed, at the control's η, where
     that run's own η differs (none where the two η agree: the grid's run is its own step control).  In the order of
     the controls.  ``ValueError`` if a control has no run without DP in ``configs``."""
-    sig = lambda c: (method_family(c), float(c.lam), int(c.seed), repr(sorted(c.dataset_options.items())))  # noqa: E731
-    nodp = {sig(c): c for c in configs if not isinstance(c.eps, tuple) and math.isinf(c.eps)}
+    nodp = {control_key(c): c for c in configs if not isinstance(c.eps, tuple) and math.isinf(c.eps)}
     out = []
     for c in configs:
         if isinstance(c.eps, tuple) or c.eps != clip_only_eps:
             continue
-        base = nodp.get(sig(c))
+        base = nodp.get(control_key(c))
         if base is None:
             raise ValueError(f"the clip-only control {c.method} lam={c.lam} seed={c.seed} {c.dataset_options} has no "
                              f"run without DP in configs to take its η")

@@ -47,7 +47,8 @@ class DPCosts:
     """One method's accuracy at one setting without DP (``nodp``, at the same η as the other two), with clipping only
     (``clip_only``) and privately (``private``, at ``eps``), as means over ``seeds`` seeds; ``label`` the method,
     ``setting`` the cell (e.g. ``"mask 0.5"``), ``source`` where the numbers come from; ``nodp_tuned``: without DP
-    at the η tuned for no DP, where that differs from the η of the other three and was run (else ``None``)."""
+    at the η tuned for no DP, where that differs from the η of the other three and was run (else ``None``);
+    ``method``: the method's name alone, as in the figure legends (``"Local"``; ``label`` adds its λ and η)."""
 
     label: str
     setting: str
@@ -58,6 +59,7 @@ class DPCosts:
     seeds: int
     source: str
     nodp_tuned: "float | None" = None
+    method: str = "Local"
 
     @property
     def step_cost(self) -> "float | None":

@@ -48,7 +48,7 @@ from fedtrain.claim_check import (FAILS, GRID_CHECK, HOLDS, PAPER_READING, PENDI
 from fedtrain.dp_costs import DPCosts
 from fedtrain.methods.registry import method_spec
 from fedtrain.book_results import grid_configs, grid_file, grid_rows
-from fedtrain.deep_grids import REAL_IMAGE_GRIDS, deep_grid, method_family, tuned_settings
+from fedtrain.deep_grids import REAL_IMAGE_GRIDS, control_key, deep_grid, method_family, tuned_settings
 
 if TYPE_CHECKING:  # pragma: no cover
     from fedtrain.config import RunConfig
@@ -365,25 +365,24 @@ def grid_costs(rows: Iterable["RunResult"], clip_only_eps: float, steps: Iterabl
     its complete seeds allow.  One :class:`DPCosts` per method, λ, η, mask ratio and private ε, in the order of
     :data:`FAMILIES` (then other methods), mask, ε."""
     rows = [r for r in rows if not getattr(r, "diverged", False)]
-    sig = lambda c: (method_family(c), float(c.lam), int(c.seed), _mask(c))  # noqa: E731
     private: dict = {}
     nodp: dict = {}
     for r in rows:
         c = r.config
         if math.isinf(c.eps):
-            nodp[sig(c)] = r
+            nodp[control_key(c)] = r
         elif c.eps != clip_only_eps:
-            private[(sig(c), float(c.lr), float(c.eps))] = r
-    same_eta = {(sig(r.config), float(r.config.lr)): r for r in steps
+            private[(control_key(c), float(c.lr), float(c.eps))] = r
+    same_eta = {(control_key(r.config), float(r.config.lr)): r for r in steps
                 if not getattr(r, "diverged", False) and math.isinf(r.config.eps)}
     eps_values = sorted({e for (_, _, e) in private})
     cells: dict = {}
     for r in rows:
         c = r.config
-        if c.eps != clip_only_eps or sig(c) not in nodp:
+        if c.eps != clip_only_eps or control_key(c) not in nodp:
             continue
-        own = nodp[sig(c)]
-        step = same_eta.get((sig(c), float(c.lr)))
+        own = nodp[control_key(c)]
+        step = same_eta.get((control_key(c), float(c.lr)))
         if float(own.config.lr) == float(c.lr):  # its own η is the private η: no smaller step
             base, tuned = own.test_metric, own.test_metric
         elif step is not None:
@@ -391,7 +390,7 @@ def grid_costs(rows: Iterable["RunResult"], clip_only_eps: float, steps: Iterabl
         else:
             base, tuned = own.test_metric, None
         for e in eps_values:
-            p = private.get((sig(c), float(c.lr), e))
+            p = private.get((control_key(c), float(c.lr), e))
             if p is not None:
                 key = (method_family(c), _mask(c), float(c.lam), float(c.lr), e)
                 cells.setdefault(key, []).append((base, r.test_metric, p.test_metric, tuned))
@@ -407,7 +406,8 @@ def grid_costs(rows: Iterable["RunResult"], clip_only_eps: float, steps: Iterabl
         tuned = sum(x[3] for x in v) / len(v) if v[0][3] is not None else None
         out.append(DPCosts(f"{family_label(fam)} ({lam_text}η = {lr:g})", f"mask {mask:g}" if masked else "all silos",
                            e, *mean, len(v), f"the grid's clip-only controls at ε = {clip_only_eps:g}"
-                           + (" and its step controls" if tuned is not None else ""), nodp_tuned=tuned))
+                           + (" and its step controls" if tuned is not None else ""), nodp_tuned=tuned,
+                           method=family_label(fam)))
     return out
 
 

@@ -78,7 +78,9 @@ def test_grid_costs_decompose_every_method_on_complete_seeds_only():
         assert d.seeds == 2 and d.eps == 4.0 and d.setting.startswith("mask ")
         assert math.isclose(d.nodp, 0.75) and math.isclose(d.clip_only, 0.70)
         assert d.limit == "noise" and math.isclose(d.clip_cost, 0.05)
-    mr = [d for d in costs if d.label.startswith("MR-MTL")]
+    assert {d.method for d in costs} == {"Local", "FedAvg", "IFCA", "MR-MTL", "IFCA → MR-MTL", "IFCA → Local"}
+    assert all(d.label.startswith(d.method + " (") for d in costs)
+    mr = [d for d in costs if d.method == "MR-MTL"]
     assert mr and all("λ = 0.1, η = 0.01" in d.label and math.isclose(d.noise_cost, 0.12) for d in mr)
     # planted away: clipping costs more than noise -> clipping-bound
     clip = [_row(c, 0.60 if c.eps == CLIP_ONLY else _fig6_acc(c)) for c in FIG6]
