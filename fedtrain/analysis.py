@@ -95,15 +95,17 @@ def cluster_recovery(rows: Iterable["RunResult"]) -> list[dict[str, Any]]:
     return out
 
 
-def cluster_recovery_table(rows: Iterable["RunResult"]) -> str:
-    """:func:`cluster_recovery` as a Markdown table (``ValueError`` if no row records a cluster selection)."""
+def cluster_recovery_table(rows: Iterable["RunResult"], *, clip_only_eps: "float | None" = None) -> str:
+    """:func:`cluster_recovery` as a Markdown table (``ValueError`` if no row records a cluster selection); rows at
+    ε = ``clip_only_eps`` (a tuned grid's clip-only controls) are named as such."""
     rec = cluster_recovery(rows)
     if not rec:
         raise ValueError("rows must hold IFCA runs that record their cluster selection (extras['cluster_ari'])")
     lines = ["| mask ratio | privacy | runs | adjusted Rand index: mean (min) | runs that recovered the groups | "
              "last selection that changed a silo's cluster: round (median) |", "|---|---|---|---|---|---|"]
     for d in rec:
-        privacy = "no DP" if math.isinf(d["eps"]) else f"ε = {d['eps']:g}"
+        privacy = ("no DP" if math.isinf(d["eps"]) else f"clip only (ε = {d['eps']:,.0f})"
+                   if clip_only_eps is not None and d["eps"] == clip_only_eps else f"ε = {d['eps']:g}")
         frozen = "—" if d["frozen"] is None else f"{d['frozen']:g}"
         lines.append(f"| {d['mask']:g} | {privacy}, {d['who']} | {d['runs']} | {d['ari']:.2f} ({d['ari_min']:.2f}) | "
                      f"{d['recovered']} of {d['runs']} | {frozen} |")

@@ -323,5 +323,8 @@ def test_cluster_recovery_summarizes_ifca_rows_per_mask_privacy_and_kind():
     assert nodp["recovered"] == nodp["runs"] == 8 and nodp["ari"] == 1.0
     table = cluster_recovery_table(rows)
     assert table.count("\n") == 1 + len(rec) and "| 0.25 | ε = 4, IFCA | 2 | 0.55 (0.50) | 0 of 2 | 5 |" in table
+    named = cluster_recovery_table(rows, clip_only_eps=CLIP_ONLY)
+    assert f"| 0.25 | clip only (ε = {CLIP_ONLY:,.0f}), IFCA | 2 |" in named and f"ε = {CLIP_ONLY:g}" not in named
+    assert "| 0.25 | ε = 4, IFCA | 2 | 0.55 (0.50) | 0 of 2 | 5 |" in named
     with pytest.raises(ValueError, match="cluster selection"):
         cluster_recovery_table([r for r in rows if r.config.method == "local"])
