@@ -236,6 +236,20 @@ def test_a_reading_within_the_margin_is_a_tie_not_a_hold(plant, part, gap):
     assert c.verdict == TIE and not c.holds, (c.name, c.detail)
 
 
+@pytest.mark.parametrize("start, want", [(0.0, TIE), (-0.05, FAILS), (0.05, HOLDS)])
+def test_the_gain_shrinks_only_where_there_is_a_gain_at_the_smallest_mask(start, want):
+    """The warm start's gain falls by 0.1 from mask 0 to 0.5 in each case; "the gain shrinks" holds only where it
+    starts as a gain beyond the margin (0.01 here): from no gain it is a tie, from a loss it fails."""
+    def plant(k, r, l):
+        if k == "IFCA → MR-MTL":
+            return paper_like("MR-MTL", r, l) + start - 0.2 * r
+        return paper_like(k, r, l)
+
+    c = _by_name(fig6_checks(_grid(plant), 4.0), "(c)")
+    assert c.verdict == want, c.detail
+    assert ("no gain" in c.detail) == (want != HOLDS)
+
+
 def test_a_reading_beaten_beyond_the_margin_fails_and_one_clear_of_it_holds():
     from fedtrain.fig6_checks import FAILS, HOLDS
 
