@@ -250,6 +250,19 @@ def test_the_gain_shrinks_only_where_there_is_a_gain_at_the_smallest_mask(start,
     assert ("no gain" in c.detail) == (want != HOLDS)
 
 
+@pytest.mark.parametrize("drop, want", [(0.0, HOLDS), (0.055, TIE), (0.3, FAILS)])
+def test_the_two_are_the_best_only_where_each_of_them_is(drop, want):
+    """Reading (a) "IFCA and IFCA → MR-MTL are the best" asks it of both: IFCA alone on top does not make it hold.
+    IFCA → MR-MTL dropped by 0.055 at mask 0 sits level with MR-MTL (0.695 vs 0.70, within the 0.01 margin): a tie;
+    by 0.3, below MR-MTL and Local: a fail."""
+    def plant(k, r, l):
+        return paper_like(k, r, l) - (drop if k == "IFCA → MR-MTL" and r == 0 else 0.0)
+
+    c = _by_name(fig6_checks(_grid(plant), 4.0), "are the best")
+    assert c.verdict == want, c.detail
+    assert c.detail.count("; ") >= 2  # one verdict for each of the two
+
+
 def test_a_reading_beaten_beyond_the_margin_fails_and_one_clear_of_it_holds():
     from fedtrain.fig6_checks import FAILS, HOLDS
 
