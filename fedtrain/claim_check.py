@@ -34,7 +34,7 @@ from typing import Iterable
 
 __all__ = ["HOLDS", "TIE", "FAILS", "PENDING", "VERDICTS", "PAPER_READING", "PAPER_CLAIM", "GRID_CHECK",
            "IMPLEMENTATION_CHECK", "PRIVACY_CHECK", "KINDS", "PAPER_KINDS", "ClaimCheck", "verdict", "alike",
-           "margin", "tally", "tally_text"]
+           "worst", "margin", "tally", "tally_text"]
 
 HOLDS, TIE, FAILS, PENDING = "holds", "tie", "fails", "pending"
 #: Every verdict, in the order a tally lists them.
@@ -61,6 +61,12 @@ def alike(difference: float, margin: float) -> str:
     if not margin >= 0:
         raise ValueError(f"margin must be >= 0 (got {margin!r})")
     return HOLDS if abs(difference) <= margin else FAILS
+
+
+def worst(*verdicts: str) -> str:
+    """The verdict on a reading made of parts (each :data:`HOLDS`, :data:`TIE` or :data:`FAILS`): it holds only where
+    every part holds, fails where any part fails, and is a tie otherwise."""
+    return FAILS if FAILS in verdicts else (TIE if TIE in verdicts else HOLDS)
 
 
 def margin(se: float, tol: float) -> float:

@@ -41,7 +41,8 @@ import math
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from fedtrain.analysis import best_by_setting
-from fedtrain.claim_check import FAILS, GRID_CHECK, HOLDS, PAPER_READING, PENDING, TIE, ClaimCheck, verdict
+from fedtrain.claim_check import (FAILS, GRID_CHECK, HOLDS, PAPER_READING, PENDING, TIE, ClaimCheck, verdict,
+                                  worst)
 from fedtrain.fig6_checks import _fmt, _margin, best_lambda_text, complete_blocks, fold_lambda_ends, locate_lambda
 from fedtrain.methods.registry import method_spec
 
@@ -117,8 +118,7 @@ def _checks(t: dict, eps: float, tol: float) -> list[ClaimCheck]:
     mr = c(_MRMTL)
     ends = {k: (mr["mean"] - c(k)["mean"], _margin(mr, c(k), tol)) for k in (_LOCAL, _FEDAVG)}
     vs = "; ".join(f"{k} {_fmt(c(k))} (difference {d:+.3f}, margin {m:.3f})" for k, (d, m) in ends.items())
-    each = [verdict(d, m) for d, m in ends.values()]
-    both = FAILS if FAILS in each else (TIE if TIE in each else HOLDS)
+    both = worst(*(verdict(d, m) for d, m in ends.values()))
     out = [ClaimCheck(CHECKS[0], both, f"{_MRMTL} {_fmt(mr)} at {best_lambda_text(mr)}; {vs}", CHECK_KINDS[0])]
     ft, loc = c(_FINETUNE), c(_LOCAL)
     m = _margin(ft, loc, tol)

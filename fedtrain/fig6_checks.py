@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from fedtrain.analysis import best_by_setting, spread_text
 from fedtrain.claim_check import (FAILS, GRID_CHECK, HOLDS, PAPER_READING, PENDING, TIE, ClaimCheck, alike, margin,
-                                  verdict)
+                                  verdict, worst)
 from fedtrain.dp_costs import DPCosts
 from fedtrain.methods.registry import method_spec
 from fedtrain.book_results import grid_configs, grid_file, grid_rows
@@ -179,31 +179,29 @@ def _name_c(r0: float, r_max: float) -> str:
 NAME_D = "(d) every best λ is located (inside the λ grid, or at λ = 0 or λ → ∞)"
 
 
-def _worst(*verdicts: str) -> str:
-    """The worst of ``verdicts`` (a reading made of parts holds only where every part holds)."""
-    return min(verdicts, key=(FAILS, TIE, HOLDS).index)
-
-
-def _best_of(t: dict, r: float, group: Sequence[str], tol: float, *, every: bool = False,
-             rivals_of: Sequence[str] = ()) -> tuple[str, str]:
+def _best_of(t: dict, r: float, group: Sequence[str], tol: float, *, every: bool = False) -> tuple[str, str]:
     """Whether the best of the kinds ``group`` is the best method at mask ``r``: :data:`HOLDS` when it beats every
-    other kind beyond the margin, :data:`TIE` when some other kind is within the margin of it (none above beyond
-    it), :data:`FAILS` when some other kind is above it beyond the margin; and the numbers.  ``every``: whether
-    *each* kind of ``group`` is the best (``"the two are the best"``): the worst of their verdicts, each kind against
-    the kinds outside ``group`` (``rivals_of``: the group whose outsiders are the rivals, ``group`` by default)."""
+    kind outside ``group`` beyond the margin, :data:`TIE` when one of them is within the margin of it (none above
+    beyond it), :data:`FAILS` when one of them is above it beyond the margin; and the numbers.  ``every``: whether
+    *each* kind of ``group`` is the best (``"the two are the best"``): the worst of their verdicts
+    (:func:`fedtrain.claim_check.worst`), each kind against the kinds outside ``group``."""
+    rivals = {k: t[(k, r)] for k in KINDS if k not in group}
     if every:
-        found = [_best_of(t, r, (k,), tol, rivals_of=group) for k in group]
-        return _worst(*(v for v, _ in found)), "; ".join(text for _, text in found)
-    c = lambda kind: t[(kind, r)]  # noqa: E731
-    lead = max((c(k) for k in group), key=lambda x: x["mean"])
-    others = {k: (verdict(lead["mean"] - c(k)["mean"], _margin(lead, c(k), tol)), _margin(lead, c(k), tol))
-              for k in KINDS if k not in (rivals_of or group)}
+        found = [_leads(t[(k, r)], rivals, tol) for k in group]
+        return worst(*(v for v, _ in found)), "; ".join(text for _, text in found)
+    return _leads(max((t[(k, r)] for k in group), key=lambda x: x["mean"]), rivals, tol)
+
+
+def _leads(lead: dict, rivals: dict, tol: float) -> tuple[str, str]:
+    """Whether the cell ``lead`` beats every cell of ``rivals`` (by kind) beyond the margin (:func:`_best_of`)."""
+    others = {k: (verdict(lead["mean"] - x["mean"], _margin(lead, x, tol)), _margin(lead, x, tol))
+              for k, x in rivals.items()}
     above = [k for k, (v, _) in others.items() if v == FAILS]
     level = [k for k, (v, _) in others.items() if v == TIE]
-    v = FAILS if above else (TIE if level else HOLDS)
+    v = worst(*(x for x, _ in others.values()))
     text = f"{lead['label']} {_at(lead)}; " + (
-        "beaten by " + ", ".join(f"{k} {_fmt(c(k))} (margin {others[k][1]:.3f})" for k in above) if above else
-        "tied within the margin with " + ", ".join(f"{k} {_fmt(c(k))} (margin {others[k][1]:.3f})" for k in level)
+        "beaten by " + ", ".join(f"{k} {_fmt(rivals[k])} (margin {others[k][1]:.3f})" for k in above) if above else
+        "tied within the margin with " + ", ".join(f"{k} {_fmt(rivals[k])} (margin {others[k][1]:.3f})" for k in level)
         if level else "every other method below it beyond the margin (at least "
         f"{min(m for _, m in others.values()):.3f})")
     return v, text
@@ -239,7 +237,7 @@ def _check_c(t: dict, ratios: Sequence[float], tol: float) -> ClaimCheck:
     has_gain, shrinks = verdict(gain[r0], m0), verdict(gain[r0] - gain[r_max], m)
     why = {HOLDS: "", TIE: f"; no gain beyond the margin at mask {r0:g} ({m0:.3f}) to shrink",
            FAILS: f"; the warm start loses to {_M} at mask {r0:g} beyond the margin ({m0:.3f}): no gain to shrink"}
-    return ClaimCheck(_name_c(r0, r_max), _worst(has_gain, shrinks),
+    return ClaimCheck(_name_c(r0, r_max), worst(has_gain, shrinks),
                       f"gain of {_IM} over {_M}: " + ", ".join(f"{gain[r]:+.3f} at {r:g}" for r in ratios)
                       + f" (margin {m:.3f}){why[has_gain]}")
 
@@ -275,7 +273,7 @@ def _check_d(t: dict, ratios: Sequence[float], tol: float) -> ClaimCheck:
         for r in ratios:
             v, text = locate_lambda(t[(kind, r)], (low, t[(low, r)]), (high, t[(high, r)]), tol)
             found[v].append(f"{kind} at mask {r:g}: {text}")
-    v = FAILS if found[FAILS] else TIE if found[TIE] else HOLDS
+    v = worst(*(k for k, texts in found.items() if texts))
     detail = "; ".join(found[FAILS] + found[TIE]) if v != HOLDS else "located: " + "; ".join(found[HOLDS])
     return ClaimCheck(NAME_D, v, detail, GRID_CHECK)
 
@@ -398,11 +396,11 @@ def grid_costs(rows: Iterable["RunResult"], clip_only_eps: float, steps: Iterabl
     eps_values = sorted({e for (_, _, e) in private})
     cells: dict = {}
     for r in rows:
-        c = r.config
-        if c.eps != clip_only_eps or control_key(c) not in nodp:
+        c, same = r.config, control_key(r.config)
+        if c.eps != clip_only_eps or same not in nodp:
             continue
-        own = nodp[control_key(c)]
-        step = same_eta.get((control_key(c), float(c.lr)))
+        own = nodp[same]
+        step = same_eta.get((same, float(c.lr)))
         if float(own.config.lr) == float(c.lr):  # its own η is the private η: no smaller step
             base, tuned = own.test_metric, own.test_metric
         elif step is not None:
@@ -410,7 +408,7 @@ def grid_costs(rows: Iterable["RunResult"], clip_only_eps: float, steps: Iterabl
         else:
             base, tuned = own.test_metric, None
         for e in eps_values:
-            p = private.get((control_key(c), float(c.lr), e))
+            p = private.get((same, float(c.lr), e))
             if p is not None:
                 key = (method_family(c), _mask(c), float(c.lam), float(c.lr), e)
                 cells.setdefault(key, []).append((base, r.test_metric, p.test_metric, tuned))
