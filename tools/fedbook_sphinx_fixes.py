@@ -15,6 +15,12 @@
   ``{version}`` (the ``fedbook`` package's version, from ``pyproject.toml``) and ``{date}`` (the build's
   UTC date; ``SOURCE_DATE_EPOCH`` when set, for reproducible builds); they are filled in here, and the
   version is also Sphinx's ``version``/``release``.
+* **no saved ipywidgets state.**  A notebook that Jupyter Book executes itself (``make book``) comes back
+  with its ipywidgets' state in its metadata (nbclient's ``store_widget_state``), and MyST-NB would write
+  that state into the page as a ``application/vnd.jupyter.widget-state+json`` script: 90 to 270 kB per
+  widget chapter that nothing reads, since the static book draws its widgets with its own script
+  (``fedtheory.widgets``) and loads no ipywidgets manager (``nb_ipywidgets_js: {}``).  The entry is
+  dropped when the page is read, so the pages are the same whether nbval or the build executed them.
 """
 from __future__ import annotations
 
@@ -139,6 +145,18 @@ def _set_alt_text(app, doctree, docname) -> None:
             image["alt"] = alt_for(image)
 
 
+#: MyST-NB's key for a page's saved ipywidgets state among the page's JavaScript entries
+#: (``myst_nb.core.render``: ``render_nb_finalise``)
+IPYWIDGETS_STATE_KEY = "ipywidgets_state"
+
+
+def _drop_ipywidgets_state(app, doctree) -> None:
+    # after the parse: MyST-NB has moved the notebook's JavaScript entries into the environment
+    js_files = getattr(app.env, "nb_metadata", {}).get(app.env.docname, {}).get("js_files")
+    if js_files:
+        js_files.pop(IPYWIDGETS_STATE_KEY, None)
+
+
 def _drop_duplicate_scripts(app, pagename, templatename, context, doctree) -> None:
     scripts = context.get("script_files")
     if not scripts:
@@ -162,6 +180,7 @@ def _page_fixes(app, pagename, templatename, context, doctree) -> None:
 def setup(app):
     app.connect("config-inited", _config_inited)
     app.connect("doctree-resolved", _set_alt_text)
+    app.connect("doctree-read", _drop_ipywidgets_state)
     # html-page-context is emitted "first result": run before the theme handlers, return None
     app.connect("html-page-context", _page_fixes, priority=100)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

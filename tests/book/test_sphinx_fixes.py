@@ -65,3 +65,27 @@ def test_a_caption_is_not_cut_after_an_abbreviation():
     fig, image = _figure(nodes.Text(text))
     alt = fx.alt_for(image)
     assert not alt.endswith("(Props.") and "6.5 and 6.6" in alt, alt
+
+
+def test_saved_ipywidgets_state_is_not_written_into_the_page():
+    # a notebook executed by the build keeps its ipywidgets' state; MyST-NB registers it as a page script
+    from types import SimpleNamespace
+
+    state = (None, {"type": "application/vnd.jupyter.widget-state+json", "body": "{}"})
+    other = ("https://example.org/x.js", {})
+    env = SimpleNamespace(docname="book/tuning_cost", nb_metadata={
+        "book/tuning_cost": {"js_files": {fx.IPYWIDGETS_STATE_KEY: state, "other": other}},
+        "book/secagg": {"js_files": {fx.IPYWIDGETS_STATE_KEY: state}}})
+    fx._drop_ipywidgets_state(SimpleNamespace(env=env), None)
+    assert env.nb_metadata["book/tuning_cost"]["js_files"] == {"other": other}
+    assert fx.IPYWIDGETS_STATE_KEY in env.nb_metadata["book/secagg"]["js_files"]   # only the page just read
+    fx._drop_ipywidgets_state(SimpleNamespace(env=SimpleNamespace(docname="book/intro")), None)   # no notebook data
+
+
+def test_myst_nb_still_names_the_state_entry_as_the_fix_expects():
+    # the fix depends on MyST-NB's key: if a MyST-NB upgrade renames it, this fails rather than the pages growing
+    import inspect
+
+    from myst_nb.core import render
+
+    assert f'"{fx.IPYWIDGETS_STATE_KEY}"' in inspect.getsource(render.NbElementRenderer.render_nb_finalise)
