@@ -194,8 +194,8 @@ def _best_of(t: dict, r: float, group: Sequence[str], tol: float, *, every: bool
 
 def _leads(lead: dict, rivals: dict, tol: float) -> tuple[str, str]:
     """Whether the cell ``lead`` beats every cell of ``rivals`` (by kind) beyond the margin (:func:`_best_of`)."""
-    others = {k: (verdict(lead["mean"] - x["mean"], _margin(lead, x, tol)), _margin(lead, x, tol))
-              for k, x in rivals.items()}
+    margins = {k: _margin(lead, x, tol) for k, x in rivals.items()}
+    others = {k: (verdict(lead["mean"] - x["mean"], margins[k]), margins[k]) for k, x in rivals.items()}
     above = [k for k, (v, _) in others.items() if v == FAILS]
     level = [k for k, (v, _) in others.items() if v == TIE]
     v = worst(*(x for x, _ in others.values()))
@@ -396,11 +396,11 @@ def grid_costs(rows: Iterable["RunResult"], clip_only_eps: float, steps: Iterabl
     eps_values = sorted({e for (_, _, e) in private})
     cells: dict = {}
     for r in rows:
-        c, same = r.config, control_key(r.config)
-        if c.eps != clip_only_eps or same not in nodp:
+        c, control = r.config, control_key(r.config)
+        if c.eps != clip_only_eps or control not in nodp:
             continue
-        own = nodp[same]
-        step = same_eta.get((same, float(c.lr)))
+        own = nodp[control]
+        step = same_eta.get((control, float(c.lr)))
         if float(own.config.lr) == float(c.lr):  # its own η is the private η: no smaller step
             base, tuned = own.test_metric, own.test_metric
         elif step is not None:
@@ -408,7 +408,7 @@ def grid_costs(rows: Iterable["RunResult"], clip_only_eps: float, steps: Iterabl
         else:
             base, tuned = own.test_metric, None
         for e in eps_values:
-            p = private.get((same, float(c.lr), e))
+            p = private.get((control, float(c.lr), e))
             if p is not None:
                 key = (method_family(c), _mask(c), float(c.lam), float(c.lr), e)
                 cells.setdefault(key, []).append((base, r.test_metric, p.test_metric, tuned))
